@@ -82,8 +82,6 @@ public final class RecordID: NSObject, NSSecureCoding, NSCopying, Codable, Senda
 
     private enum ArchiveKey {
         static let recordName = "StratusRecordName"
-        static let zoneName = "StratusZoneName"
-        static let ownerName = "StratusZoneOwnerName"
     }
 
     /// Writes the ID (`NSCoding`).
@@ -93,8 +91,7 @@ public final class RecordID: NSObject, NSSecureCoding, NSCopying, Codable, Senda
     /// ```
     public func encode(with coder: NSCoder) {
         coder.encode(recordName as NSString, forKey: ArchiveKey.recordName)
-        coder.encode(zoneID.zoneName as NSString, forKey: ArchiveKey.zoneName)
-        coder.encode(zoneID.ownerName as NSString, forKey: ArchiveKey.ownerName)
+        zoneID.encodeNameAndOwner(with: coder)
     }
 
     /// Reads an ID written by ``encode(with:)``; `nil` when the archive holds no record ID.
@@ -104,10 +101,9 @@ public final class RecordID: NSObject, NSSecureCoding, NSCopying, Codable, Senda
     /// ```
     public convenience init?(coder: NSCoder) {
         guard let recordName = coder.archivedText(forKey: ArchiveKey.recordName),
-              let zoneName = coder.archivedText(forKey: ArchiveKey.zoneName),
-              let ownerName = coder.archivedText(forKey: ArchiveKey.ownerName)
+              let zone = RecordZone.ID.archivedNameAndOwner(in: coder)
         else { return nil }
-        self.init(recordName: recordName, zoneID: RecordZone.ID(zoneName: zoneName, ownerName: ownerName))
+        self.init(recordName: recordName, zoneID: RecordZone.ID(zoneName: zone.zoneName, ownerName: zone.ownerName))
     }
 
     /// The ID itself: IDs are immutable.

@@ -6,8 +6,6 @@ extension RecordZone: NSSecureCoding, NSCopying {
     public static var supportsSecureCoding: Bool { true }
 
     private enum Key {
-        static let zoneName = "StratusZoneName"
-        static let ownerName = "StratusZoneOwnerName"
         static let capabilities = "StratusZoneCapabilities"
     }
 
@@ -17,8 +15,7 @@ extension RecordZone: NSSecureCoding, NSCopying {
     /// let data = try NSKeyedArchiver.archivedData(withRootObject: zones, requiringSecureCoding: true)
     /// ```
     public func encode(with coder: NSCoder) {
-        coder.encode(zoneID.zoneName as NSString, forKey: Key.zoneName)
-        coder.encode(zoneID.ownerName as NSString, forKey: Key.ownerName)
+        zoneID.encodeNameAndOwner(with: coder)
         coder.encode(Int64(capabilities.rawValue), forKey: Key.capabilities)
     }
 
@@ -28,12 +25,11 @@ extension RecordZone: NSSecureCoding, NSCopying {
     /// let zone = try NSKeyedUnarchiver.unarchivedObject(ofClass: RecordZone.self, from: data)
     /// ```
     public convenience init?(coder: NSCoder) {
-        guard let zoneName = coder.archivedText(forKey: Key.zoneName),
-              let ownerName = coder.archivedText(forKey: Key.ownerName),
+        guard let names = ID.archivedNameAndOwner(in: coder),
               coder.containsValue(forKey: Key.capabilities)
         else { return nil }
         let capabilities = Capabilities(rawValue: Int(truncatingIfNeeded: coder.decodeInt64(forKey: Key.capabilities)))
-        self.init(zoneID: ID(zoneName: zoneName, ownerName: ownerName), capabilities: capabilities)
+        self.init(zoneID: ID(zoneName: names.zoneName, ownerName: names.ownerName), capabilities: capabilities)
     }
 
     /// The zone itself: zones are immutable.

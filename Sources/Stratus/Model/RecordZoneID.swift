@@ -86,19 +86,13 @@ public final class RecordZoneID: NSObject, NSSecureCoding, NSCopying, Codable, S
 
     public static var supportsSecureCoding: Bool { true }
 
-    private enum ArchiveKey {
-        static let zoneName = "StratusZoneName"
-        static let ownerName = "StratusZoneOwnerName"
-    }
-
     /// Writes the ID (`NSCoding`).
     ///
     /// ```swift
     /// let data = try NSKeyedArchiver.archivedData(withRootObject: zone.zoneID, requiringSecureCoding: true)
     /// ```
     public func encode(with coder: NSCoder) {
-        coder.encode(zoneName as NSString, forKey: ArchiveKey.zoneName)
-        coder.encode(ownerName as NSString, forKey: ArchiveKey.ownerName)
+        encodeNameAndOwner(with: coder)
     }
 
     /// Reads an ID written by ``encode(with:)``; `nil` when the archive holds no zone ID.
@@ -107,10 +101,27 @@ public final class RecordZoneID: NSObject, NSSecureCoding, NSCopying, Codable, S
     /// let zoneID = try NSKeyedUnarchiver.unarchivedObject(ofClass: RecordZone.ID.self, from: data)
     /// ```
     public convenience init?(coder: NSCoder) {
+        guard let names = Self.archivedNameAndOwner(in: coder) else { return nil }
+        self.init(zoneName: names.zoneName, ownerName: names.ownerName)
+    }
+
+    // The zone's name and owner under the same keys in the archives of a zone ID, a record ID
+    // and a zone, so that each reads as the others write.
+    private enum ArchiveKey {
+        static let zoneName = "StratusZoneName"
+        static let ownerName = "StratusZoneOwnerName"
+    }
+
+    func encodeNameAndOwner(with coder: NSCoder) {
+        coder.encode(zoneName as NSString, forKey: ArchiveKey.zoneName)
+        coder.encode(ownerName as NSString, forKey: ArchiveKey.ownerName)
+    }
+
+    static func archivedNameAndOwner(in coder: NSCoder) -> (zoneName: String, ownerName: String)? {
         guard let zoneName = coder.archivedText(forKey: ArchiveKey.zoneName),
               let ownerName = coder.archivedText(forKey: ArchiveKey.ownerName)
         else { return nil }
-        self.init(zoneName: zoneName, ownerName: ownerName)
+        return (zoneName, ownerName)
     }
 
     /// The ID itself: IDs are immutable.

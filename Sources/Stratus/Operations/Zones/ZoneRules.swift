@@ -62,7 +62,7 @@ enum ZoneRules {
     /// records and the zone itself can be shared there, as in CloudKit, where app code checks
     /// `capabilities.contains(.sharing)` before it shares.
     /// `sharedZones`: the zones a zone-wide share shares (``zoneWideShares(of:engine:context:)``).
-    static func answered(_ zone: RecordZone, as zoneID: RecordZone.ID? = nil, sharedZones: Set<RecordZone.ID> = [], in scope: Database.Scope? = nil) -> RecordZone {
+    static func answered(_ zone: RecordZone, as zoneID: RecordZone.ID? = nil, sharedZones: Set<RecordZone.ID> = [], in scope: Database.Scope) -> RecordZone {
         let id = zoneID ?? zone.zoneID
         let share = sharedZones.contains(zone.zoneID) ? Record.Reference(recordID: Record.ID(recordName: Share.zoneWideShareName, zoneID: id), action: .none) : nil
         var answered = capabilities(of: id, stored: zone.capabilities)
