@@ -10,6 +10,7 @@ struct UsersCommand: Command {
     static let usage = [
         "stratus users list [--json] [store options]",
         "stratus users add LOGIN [--record-name NAME] [--role ROLE]... [--email ADDRESS]... [--phone NUMBER]... [--given-name NAME] [--family-name NAME] [--discoverable | --undiscoverable] [store options]",
+        "stratus users edit LOGIN [--record-name NAME] [--role ROLE]... [--remove-role ROLE]... [--email ADDRESS]... [--remove-email ADDRESS]... [--phone NUMBER]... [--remove-phone NUMBER]... [--given-name NAME] [--family-name NAME] [--discoverable | --undiscoverable] [store options]",
         "stratus users remove LOGIN... [store options]",
         "stratus users row-security --group ROLE [--print] [store options]",
     ]
@@ -29,6 +30,12 @@ struct UsersCommand: Command {
                         with requestApplicationPermission) unless --discoverable or
                         --undiscoverable sets it: other users find a discoverable user by
                         email address, phone number or user record ID.
+          edit          changes an entry the directory has and keeps the rest of it: --role,
+                        --email and --phone add to the login's, --remove-role, --remove-email
+                        and --remove-phone take away, --record-name, --given-name and
+                        --family-name replace (an empty name clears it), --discoverable and
+                        --undiscoverable set discoverability. A login without an entry is
+                        refused (66): users add makes one.
           remove        removes entries: the logins act under their derived names again.
           row-security  PostgreSQL only: makes every member of the group ROLE reach the public
                         database and its own private rows only, and write only its own rows
@@ -42,14 +49,17 @@ struct UsersCommand: Command {
         """
     static let options: [Option] = [
         Option(flag: "--json", "list: one JSON object per entry"),
-        Option("--record-name", "NAME", "add: the user record name the login acts under (`_` and 32 hexadecimal digits, or any record name)", default: "the login's, else derived"),
-        Option("--role", "ROLE", "add: a custom security role the login holds (repeat for more)", default: "none", repeatable: true),
-        Option("--email", "ADDRESS", "add: an email address user discovery finds the login by (repeat for more)", default: "none", repeatable: true),
-        Option("--phone", "NUMBER", "add: a phone number user discovery finds the login by (repeat for more)", default: "none", repeatable: true),
-        Option("--given-name", "NAME", "add: the user's given name, as discovered identities show it", default: "none"),
-        Option("--family-name", "NAME", "add: the user's family name, as discovered identities show it", default: "none"),
-        Option(flag: "--discoverable", "add: other users may find the login (as if it granted .userDiscoverability)"),
-        Option(flag: "--undiscoverable", "add: other users may not find the login"),
+        Option("--record-name", "NAME", "add, edit: the user record name the login acts under (`_` and 32 hexadecimal digits, or any record name)", default: "the login's, else derived"),
+        Option("--role", "ROLE", "add, edit: a custom security role the login holds (repeat for more)", default: "none", repeatable: true),
+        Option("--email", "ADDRESS", "add, edit: an email address user discovery finds the login by (repeat for more)", default: "none", repeatable: true),
+        Option("--phone", "NUMBER", "add, edit: a phone number user discovery finds the login by (repeat for more)", default: "none", repeatable: true),
+        Option("--given-name", "NAME", "add, edit: the user's given name, as discovered identities show it", default: "none"),
+        Option("--family-name", "NAME", "add, edit: the user's family name, as discovered identities show it", default: "none"),
+        Option(flag: "--discoverable", "add, edit: other users may find the login (as if it granted .userDiscoverability)"),
+        Option(flag: "--undiscoverable", "add, edit: other users may not find the login"),
+        Option("--remove-role", "ROLE", "edit: a role the login no longer holds (repeat for more)", default: "none", repeatable: true),
+        Option("--remove-email", "ADDRESS", "edit: an email address the login is no longer found by (repeat for more)", default: "none", repeatable: true),
+        Option("--remove-phone", "NUMBER", "edit: a phone number the login is no longer found by (repeat for more)", default: "none", repeatable: true),
         Option("--group", "ROLE", "row-security: the PostgreSQL role whose members are Stratus users", default: "required"),
         Option(flag: "--print", "row-security: print the SQL instead of running it"),
     ]
@@ -57,6 +67,7 @@ struct UsersCommand: Command {
     enum Action: Equatable {
         case list(json: Bool)
         case add(login: String, recordName: String?, roles: [String], discovery: Discovery)
+        case edit(login: String, changes: Edit)
         case remove(logins: [String])
         case rowSecurity(group: String, printOnly: Bool)
     }
@@ -69,12 +80,47 @@ struct UsersCommand: Command {
         var isDiscoverable: Bool?
     }
 
+    /// What `users edit` changes of an entry; what it leaves nil or empty stays as it is.
+    struct Edit: Equatable {
+        var recordName: String?
+        var addedRoles: [String] = []
+        var removedRoles: [String] = []
+        var addedEmailAddresses: [String] = []
+        var removedEmailAddresses: [String] = []
+        var addedPhoneNumbers: [String] = []
+        var removedPhoneNumbers: [String] = []
+        var givenName: String?
+        var familyName: String?
+        var isDiscoverable: Bool?
+
+        var isEmpty: Bool { self == Edit() }
+
+        /// `entry` with the changes made, in the order the options name them.
+        func applied(to entry: UserDirectoryEntry) -> UserDirectoryEntry {
+            func edited(_ list: [String], adding added: [String], removing removed: [String]) -> [String] {
+                var result = list.filter { !removed.contains($0) }
+                for item in added where !result.contains(item) { result.append(item) }
+                return result
+            }
+            var name = entry.nameComponents ?? PersonNameComponents()
+            if let givenName { name.givenName = givenName.isEmpty ? nil : givenName }
+            if let familyName { name.familyName = familyName.isEmpty ? nil : familyName }
+            let roles = entry.roles.subtracting(removedRoles.map { SecurityRole($0) }).union(addedRoles.map { SecurityRole($0) })
+            return UserDirectoryEntry(
+                login: entry.login, userRecordName: recordName ?? entry.userRecordName, roles: roles,
+                emailAddresses: edited(entry.emailAddresses, adding: addedEmailAddresses, removing: removedEmailAddresses),
+                phoneNumbers: edited(entry.phoneNumbers, adding: addedPhoneNumbers, removing: removedPhoneNumbers),
+                nameComponents: name == PersonNameComponents() ? nil : name,
+                isDiscoverable: isDiscoverable ?? entry.isDiscoverable)
+        }
+    }
+
     var store: StoreOptions
     var action: Action
 
     static func parse(_ arguments: ParsedArguments) throws -> UsersCommand {
         var words = arguments.positionals
-        guard !words.isEmpty else { throw UsageError(message: "say list, add, remove or row-security") }
+        guard !words.isEmpty else { throw UsageError(message: "say list, add, edit, remove or row-security") }
         let verb = words.removeFirst()
         let action: Action
         switch verb {
@@ -84,26 +130,24 @@ struct UsersCommand: Command {
         case "add":
             guard words.count == 1, let login = words.first else { throw UsageError(message: "add takes one LOGIN") }
             try checkLogin(login)
-            let roles = arguments.values("--role")
-            for role in roles where role.isEmpty || role.hasPrefix("_") {
-                throw UsageError(message: "--role '\(role)': a custom role is a name not starting with '_' (CloudKit's own roles apply by themselves)")
-            }
-            var discovery = Discovery(emailAddresses: arguments.values("--email"), phoneNumbers: arguments.values("--phone"))
-            for address in discovery.emailAddresses {
-                do { try UserDirectoryEntry.checkEmailAddress(address) } catch { throw UsageError(message: "--email: \(error.message)") }
-            }
-            for number in discovery.phoneNumbers {
-                do { try UserDirectoryEntry.checkPhoneNumber(number) } catch { throw UsageError(message: "--phone: \(error.message)") }
-            }
+            let roles = try checkedRoles(arguments, "--role")
+            var discovery = Discovery(emailAddresses: try checkedEmailAddresses(arguments, "--email"), phoneNumbers: try checkedPhoneNumbers(arguments, "--phone"))
             let given = arguments.value("--given-name"), family = arguments.value("--family-name")
             if given != nil || family != nil { discovery.nameComponents = PersonNameComponents(givenName: given, familyName: family) }
-            switch (arguments.flag("--discoverable"), arguments.flag("--undiscoverable")) {
-            case (true, true): throw UsageError(message: "--discoverable and --undiscoverable contradict each other; give one")
-            case (true, false): discovery.isDiscoverable = true
-            case (false, true): discovery.isDiscoverable = false
-            case (false, false): discovery.isDiscoverable = nil
-            }
+            discovery.isDiscoverable = try discoverability(arguments)
             action = .add(login: login, recordName: arguments.value("--record-name"), roles: roles, discovery: discovery)
+        case "edit":
+            guard words.count == 1, let login = words.first else { throw UsageError(message: "edit takes one LOGIN") }
+            try checkLogin(login)
+            let changes = Edit(
+                recordName: arguments.value("--record-name"),
+                addedRoles: try checkedRoles(arguments, "--role"), removedRoles: arguments.values("--remove-role"),
+                addedEmailAddresses: try checkedEmailAddresses(arguments, "--email"), removedEmailAddresses: arguments.values("--remove-email"),
+                addedPhoneNumbers: try checkedPhoneNumbers(arguments, "--phone"), removedPhoneNumbers: arguments.values("--remove-phone"),
+                givenName: arguments.value("--given-name"), familyName: arguments.value("--family-name"),
+                isDiscoverable: try discoverability(arguments))
+            guard !changes.isEmpty else { throw UsageError(message: "edit needs a change: --record-name, --role, --email, --phone, their --remove- forms, a name or discoverability") }
+            action = .edit(login: login, changes: changes)
         case "remove":
             guard !words.isEmpty else { throw UsageError(message: "remove takes one or more LOGINs") }
             for login in words { try checkLogin(login) }
@@ -113,14 +157,48 @@ struct UsersCommand: Command {
             guard let group = arguments.value("--group"), !group.isEmpty else { throw UsageError(message: "row-security needs --group ROLE") }
             action = .rowSecurity(group: group, printOnly: arguments.flag("--print"))
         default:
-            throw UsageError(message: "unknown users action '\(verb)'; say list, add, remove or row-security")
+            throw UsageError(message: "unknown users action '\(verb)'; say list, add, edit, remove or row-security")
         }
-        let addOptions = ["--record-name", "--role", "--email", "--phone", "--given-name", "--family-name", "--discoverable", "--undiscoverable"].map { ($0, "add") }
-        for (option, belongs) in [("--json", "list"), ("--group", "row-security"), ("--print", "row-security")] + addOptions
-        where arguments.has(option) && verb != belongs {
-            throw UsageError(message: "\(option) belongs to users \(belongs)")
+        let entryOptions = ["--record-name", "--role", "--email", "--phone", "--given-name", "--family-name", "--discoverable", "--undiscoverable"].map { ($0, ["add", "edit"]) }
+        let editOptions = ["--remove-role", "--remove-email", "--remove-phone"].map { ($0, ["edit"]) }
+        for (option, belongs) in [("--json", ["list"]), ("--group", ["row-security"]), ("--print", ["row-security"])] + entryOptions + editOptions
+        where arguments.has(option) && !belongs.contains(verb) {
+            throw UsageError(message: "\(option) belongs to users \(belongs.joined(separator: " and "))")
         }
         return UsersCommand(store: try StoreOptions(arguments), action: action)
+    }
+
+    private static func checkedRoles(_ arguments: ParsedArguments, _ option: String) throws -> [String] {
+        let roles = arguments.values(option)
+        for role in roles where role.isEmpty || role.hasPrefix("_") {
+            throw UsageError(message: "\(option) '\(role)': a custom role is a name not starting with '_' (CloudKit's own roles apply by themselves)")
+        }
+        return roles
+    }
+
+    private static func checkedEmailAddresses(_ arguments: ParsedArguments, _ option: String) throws -> [String] {
+        let addresses = arguments.values(option)
+        for address in addresses {
+            do { try UserDirectoryEntry.checkEmailAddress(address) } catch { throw UsageError(message: "\(option): \(error.message)") }
+        }
+        return addresses
+    }
+
+    private static func checkedPhoneNumbers(_ arguments: ParsedArguments, _ option: String) throws -> [String] {
+        let numbers = arguments.values(option)
+        for number in numbers {
+            do { try UserDirectoryEntry.checkPhoneNumber(number) } catch { throw UsageError(message: "\(option): \(error.message)") }
+        }
+        return numbers
+    }
+
+    private static func discoverability(_ arguments: ParsedArguments) throws -> Bool? {
+        switch (arguments.flag("--discoverable"), arguments.flag("--undiscoverable")) {
+        case (true, true): throw UsageError(message: "--discoverable and --undiscoverable contradict each other; give one")
+        case (true, false): true
+        case (false, true): false
+        case (false, false): nil
+        }
     }
 
     private static func checkLogin(_ login: String) throws {
@@ -172,18 +250,28 @@ struct UsersCommand: Command {
                                            emailAddresses: discovery.emailAddresses, phoneNumbers: discovery.phoneNumbers, nameComponents: discovery.nameComponents,
                                            isDiscoverable: discovery.isDiscoverable ?? existing?.isDiscoverable ?? false)
             try await Self.changingDirectory { try await container.saveUsers([entry]) }
-            StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(name)\(roles.isEmpty ? "" : " with " + roles.sorted().joined(separator: ", "))\(entry.isDiscoverable ? ", discoverable" : "")")
-            // The entry is kept all the same (the role may be made later), but a misspelt login
-            // would leave the user's role without rows and no one told.
-            if let postgres = container.engine as? PostgresEngine, let problem = try postgres.rowSecurityLoginProblem(login) {
-                StratusCommand.log("note: \(problem)")
+            StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(Self.described(entry))")
+            try await noteProblems(of: entry, roles: roles, in: container)
+            return .success
+
+        case .edit(let login, let changes):
+            let container = try store.openContainer(.existing)
+            guard let existing = try await container.users().first(where: { $0.login == login }) else {
+                throw CommandFailure(.inputMissing, "\(login) has no entry in the user directory of \(store.storeOrigin); stratus users add \(login) makes one")
             }
-            // Given all the same (a schema may come later), but a misspelt role grants nothing.
-            let declared = Set(try await container.schema().roles.map(\.name))
-            for role in Set(roles).subtracting(declared).sorted() {
-                let known = declared.isEmpty ? "declares no role yet" : "declares " + declared.sorted().joined(separator: ", ")
-                StratusCommand.log("note: the \(store.environment) schema \(known), not \(role): the role grants nothing until a schema declares it (CREATE ROLE \(role); in a schema file, then stratus schema import)")
+            for (option, asked, had) in [("--remove-role", changes.removedRoles, existing.roles.map(\.name)),
+                                         ("--remove-email", changes.removedEmailAddresses, existing.emailAddresses),
+                                         ("--remove-phone", changes.removedPhoneNumbers, existing.phoneNumbers)] {
+                for item in asked where !had.contains(item) { StratusCommand.log("note: \(option) \(item): \(login) did not have it") }
             }
+            let entry = changes.applied(to: existing)
+            guard entry != existing else {
+                StratusCommand.log("\(login) unchanged: \(Self.described(entry))")
+                return .success
+            }
+            try await Self.changingDirectory { try await container.saveUsers([entry]) }
+            StratusCommand.log("edited \(login): \(Self.described(entry))")
+            try await noteProblems(of: entry, roles: changes.addedRoles, in: container)
             return .success
 
         case .remove(let logins):
@@ -206,6 +294,28 @@ struct UsersCommand: Command {
                 StratusCommand.log("members of \(group) now reach the public database and their own private rows only, in \(postgres.redactedURL)")
             }
             return .success
+        }
+    }
+
+    /// An entry as `add` and `edit` report it: its record name, roles and discoverability.
+    private static func described(_ entry: UserDirectoryEntry) -> String {
+        let roles = entry.roles.map(\.name).sorted()
+        return "\(entry.userRecordName)\(roles.isEmpty ? "" : " with " + roles.joined(separator: ", "))\(entry.isDiscoverable ? ", discoverable" : "")"
+    }
+
+    /// Notes what would keep a saved entry from working: its login is no role that may use a
+    /// PostgreSQL store with row-level security, or `roles` names roles no schema declares.
+    private func noteProblems(of entry: UserDirectoryEntry, roles: [String], in container: Container) async throws {
+        // The entry is kept all the same (the role may be made later), but a misspelt login
+        // would leave the user's role without rows and no one told.
+        if let postgres = container.engine as? PostgresEngine, let problem = try postgres.rowSecurityLoginProblem(entry.login) {
+            StratusCommand.log("note: \(problem)")
+        }
+        // Given all the same (a schema may come later), but a misspelt role grants nothing.
+        let declared = Set(try await container.schema().roles.map(\.name))
+        for role in Set(roles).subtracting(declared).sorted() {
+            let known = declared.isEmpty ? "declares no role yet" : "declares " + declared.sorted().joined(separator: ", ")
+            StratusCommand.log("note: the \(store.environment) schema \(known), not \(role): the role grants nothing until a schema declares it (CREATE ROLE \(role); in a schema file, then stratus schema import)")
         }
     }
 }

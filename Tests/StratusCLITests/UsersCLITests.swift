@@ -88,6 +88,48 @@ struct UsersCLITests {
         }
     }
 
+    @Test("users edit changes what it names and keeps the rest of the entry; a login without an entry is 66, an edit without a change or with add's contradictions 64", arguments: TestEngine.all)
+    func edit(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let imported = "_0123456789abcdef0123456789abcdef"
+            #expect(try await cli.run(["users", "add", "bob", "--record-name", imported, "--email", "bob@example.com", "--email", "robert@example.com",
+                                       "--phone", "+1 555 010 0100", "--given-name", "Bob", "--family-name", "Ross", "--role", "a", "--discoverable"]).exitCode == 0)
+
+            let edited = try await cli.run(["users", "edit", "bob", "--remove-email", "bob@example.com", "--email", "bob@example.org",
+                                            "--role", "b", "--remove-role", "a", "--given-name", "Robert", "--remove-phone", "+1 555 999 9999"])
+            #expect(edited.exitCode == 0 && edited.stderr.contains("edited bob: \(imported) with b, discoverable"), "\(edited)")
+            #expect(edited.stderr.contains("note: --remove-phone +1 555 999 9999: bob did not have it"), "a removal that removes nothing is told: \(edited)")
+            let bob = try #require(try JSONLine.objects(try await cli.run(["users", "list", "--json"]).stdout).first)
+            #expect(bob["userRecordName"] as? String == imported && bob["roles"] as? [String] == ["b"] && bob["discoverable"] as? Bool == true, "\(bob)")
+            #expect(bob["emailAddresses"] as? [String] == ["robert@example.com", "bob@example.org"], "\(bob)")
+            #expect(bob["phoneNumbers"] as? [String] == ["+1 555 010 0100"], "\(bob)")
+            #expect(bob["name"] as? [String: String] == ["givenName": "Robert", "familyName": "Ross"], "\(bob)")
+
+            // An empty name clears it; discoverability is set only when asked.
+            #expect(try await cli.run(["users", "edit", "bob", "--given-name", "", "--family-name", "", "--undiscoverable"]).exitCode == 0)
+            let cleared = try #require(try JSONLine.objects(try await cli.run(["users", "list", "--json"]).stdout).first)
+            #expect(cleared["name"] == nil && cleared["discoverable"] as? Bool == false && cleared["roles"] as? [String] == ["b"], "\(cleared)")
+            // An edit that changes nothing saves nothing and says so.
+            let same = try await cli.run(["users", "edit", "bob", "--role", "b"])
+            #expect(same.exitCode == 0 && same.stderr.contains("bob unchanged"), "\(same)")
+
+            // Another login's address is the data in conflict (65), as for add.
+            #expect(try await cli.run(["users", "add", "eve"]).exitCode == 0)
+            let taken = try await cli.run(["users", "edit", "eve", "--email", "ROBERT@example.com"])
+            #expect(taken.exitCode == 65 && taken.stderr.contains("login 'bob'"), "\(taken)")
+
+            let missing = try await cli.run(["users", "edit", "nobody", "--role", "a"])
+            #expect(missing.exitCode == 66 && missing.stderr.contains("stratus users add nobody"), "\(missing)")
+            #expect(try await cli.run(["users", "list"]).stdoutLines.map { $0.split(separator: "\t").first.map(String.init) } == ["bob", "eve"])
+            for arguments in [["users", "edit", "bob"], ["users", "edit", "bob", "--discoverable", "--undiscoverable"], ["users", "edit", "bob", "--email", "bob"],
+                              ["users", "edit", "bob", "eve", "--role", "a"], ["users", "add", "bob", "--remove-role", "a"], ["users", "edit", "bob", "--role", "_world"]] {
+                let refused = try await cli.run(arguments)
+                #expect(refused.exitCode == 64, "\(arguments): \(refused)")
+            }
+        }
+    }
+
     // PostgreSQL only: row-level security and roles are PostgreSQL's.
     @Test("users row-security --print shows the SQL; applied, a role that connects without --user acts as itself and reaches only its own private rows")
     func rowSecurity() async throws {
