@@ -161,6 +161,36 @@ struct Contact: CloudRecordConvertible {
         }
     }
 
+    /// An app's handler of CloudKit's pushes, as written for `didReceiveRemoteNotification`.
+    static func handle(_ userInfo: [AnyHashable: Any]) -> String {
+        guard let notification = CKNotification(fromRemoteNotificationDictionary: userInfo) else { return "not CloudKit's" }
+        switch notification.notificationType {
+        case .query:
+            guard let query = notification as? CKQueryNotification, let recordID = query.recordID else { return "query without a record" }
+            return "\(query.queryNotificationReason == .recordDeleted ? "remove" : "refresh") \(recordID.recordName) in \(recordID.zoneID.zoneName)"
+        case .recordZone:
+            return "fetch changes of \((notification as? CKRecordZoneNotification)?.recordZoneID?.zoneName ?? "?")"
+        case .database:
+            return "fetch database changes of \((notification as? CKDatabaseNotification)?.databaseScope == .private ? "private" : "another")"
+        default:
+            return "ignored"
+        }
+    }
+
+    @Test
+    func remoteNotificationsAsCloudKitSendsThem() {
+        let ck: [String: Any] = ["cid": "iCloud.com.example.gallery", "nid": "2b7e1c9a-5f0d-4a36-8c1e-9d4f3a2b6c70"]
+        func payload(_ part: String, _ values: [String: Any]) -> [AnyHashable: Any] {
+            ["aps": ["content-available": 1], "ck": ck.merging([part: values]) { $1 }]
+        }
+        #expect(Self.handle(payload("qry", ["dbs": 2, "fo": 3, "rid": "photo-7", "sid": "photos", "zid": "Gallery", "zoid": "_defaultOwner"])) == "remove photo-7 in Gallery")
+        #expect(Self.handle(payload("qry", ["dbs": 2, "fo": 1, "rid": "photo-8", "sid": "photos", "zid": "Gallery"])) == "refresh photo-8 in Gallery")
+        #expect(Self.handle(payload("fet", ["dbs": 2, "sid": "gallery-zone", "zid": "Gallery", "zoid": "_defaultOwner"])) == "fetch changes of Gallery")
+        #expect(Self.handle(payload("met", ["dbs": 2, "sid": "private-changes"])) == "fetch database changes of private")
+        #expect(Self.handle(["aps": ["alert": "Hello"]]) == "not CloudKit's")
+        #expect(CKQueryNotification(fromRemoteNotificationDictionary: payload("met", ["dbs": 2])) == nil)
+    }
+
     @Test(arguments: TestEngine.all)
     func modelTypesThroughTheValueProtocols(engine: TestEngine) async throws {
         try await withTestCloud(on: engine) { cloud in

@@ -47,9 +47,8 @@ import Testing
 // - No `Notification.Name.CKAccountChanged`: fixed, `.AccountChanged` (never posted, as a
 //   container's user does not change while it is open); Combine's `publisher(for:)` becomes
 //   `addObserver(forName:object:queue:using:)`.
-// - No `CKNotification(fromRemoteNotificationDictionary:)`: a Linux server receives no push
-//   (README, "Not available"). The port hands the engine what the notification feed holds
-//   instead, as the Private Sync port does.
+// - A Linux server receives no push: the tests hand the engine the push payload of what the
+//   notification feed holds (`remoteNotificationDictionary`), as the Private Sync port does.
 // - `UserDefaults.setValue(_:forKey:)` is key-value coding, not on Linux: `set(_:forKey:)`.
 // - A model with a file URL becomes a record with a `CKAsset`, and the encoder's size check
 //   archives its `[String: CKRecordValue]`, which traps on an `Asset` value (README,
@@ -1047,19 +1046,16 @@ fileprivate final class SyncEngine<Model: CloudKitCodable> {
   /// - Parameters:
   ///   - userInfo: A dictionary that contains information about the remove notification. Pass the `userInfo` dictionary from `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)` here.
   /// - Returns: Whether or not this notification was processed by the sync engine.
-  // @discardableResult public func processRemoteChangeNotification(with userInfo: [AnyHashable: Any])
-  // A Linux server receives no push, so there is no `userInfo` to parse
-  // (`CKNotification(fromRemoteNotificationDictionary:)`): the app hands over each notification
-  // it reads from the user's notification feed (README, "Around CloudKit").
-  @discardableResult public func processRemoteChangeNotification(with notification: StratusNotification)
+  @discardableResult public func processRemoteChangeNotification(with userInfo: [AnyHashable: Any])
     -> Bool
   {
     logHandler(#function, .debug)
 
     // guard let notification = CKNotification(fromRemoteNotificationDictionary: userInfo) else {
-    //   logHandler("Not a CKNotification", .error)
-    //   return false
-    // }
+    guard let notification = StratusNotification(fromRemoteNotificationDictionary: userInfo) else {
+      logHandler("Not a CKNotification", .error)
+      return false
+    }
 
     guard notification.subscriptionID == privateSubscriptionIdentifier else {
       logHandler("Not our subscription ID", .error)
@@ -2575,7 +2571,7 @@ extension CirrusSyncEngineTests {
       #expect(!ours.isEmpty)
       #expect(ours.allSatisfy { ($0 as? RecordZoneNotification)?.recordZoneID == Self.zoneID })
 
-      for notification in ours { #expect(laptop.engine.processRemoteChangeNotification(with: notification)) }
+      for notification in ours { #expect(laptop.engine.processRemoteChangeNotification(with: notification.remoteNotificationDictionary)) }
       #expect(await Self.settle([laptop]) { laptop.report.updated[news.cloudKitIdentifier]?.title == "News" })
 
       // The zone subscription names a record type: another type saved in the zone fires nothing.
@@ -2590,7 +2586,8 @@ extension CirrusSyncEngineTests {
       _ = try await database.save(Record(recordType: "Note"))
       let (later, _) = try await Self.notifications(of: laptop, since: afterNoteToken)
       let foreign = try #require(later.first { $0.subscriptionID == "everything" })
-      #expect(!laptop.engine.processRemoteChangeNotification(with: foreign))
+      #expect(!laptop.engine.processRemoteChangeNotification(with: foreign.remoteNotificationDictionary))
+      #expect(!laptop.engine.processRemoteChangeNotification(with: ["aps": ["alert": "not CloudKit's"]]))
     }
   }
 }

@@ -19,8 +19,8 @@ import Testing
 //
 // The app delegate reacts to the push of the zone subscription the view model makes. A Linux
 // server receives no push: the port reads the same `RecordZoneNotification` from the user's
-// notification feed (`CKFetchNotificationChangesOperation`) and hands it to the delegate's
-// handler, whose body is the sample's.
+// notification feed (`CKFetchNotificationChangesOperation`) and hands its push payload
+// (`remoteNotificationDictionary`) to the delegate's handler, whose body is the sample's.
 
 enum PrivateSyncSample {
 
@@ -267,10 +267,9 @@ enum PrivateSyncSample {
 
         // func application(_ application: UIApplication, didReceiveRemoteNotification userInfo: [AnyHashable : Any],
         //                  fetchCompletionHandler completionHandler: @escaping (UIBackgroundFetchResult) -> Void) {
-        //     guard let zoneNotification = CKNotification(fromRemoteNotificationDictionary: userInfo) as? CKRecordZoneNotification else {
-        // (No push on Linux: the notification comes from the user's notification feed, see the top.)
-        func application(didReceive notification: StratusNotification, fetchCompletionHandler completionHandler: @escaping (UIBackgroundFetchResult) -> Void) {
-            guard let zoneNotification = notification as? RecordZoneNotification else {
+        // (No UIApplication on Linux, and no push: the payload is made of a notification of the user's feed, see the top.)
+        func application(didReceiveRemoteNotification userInfo: [AnyHashable: Any], fetchCompletionHandler completionHandler: @escaping (UIBackgroundFetchResult) -> Void) {
+            guard let zoneNotification = StratusNotification(fromRemoteNotificationDictionary: userInfo) as? RecordZoneNotification else {
                 completionHandler(.noData)
                 return
             }
@@ -491,7 +490,7 @@ extension PrivateSyncSampleTests {
             let delegate = PrivateSyncSample.PrivateSyncAppDelegate(vm: tablet)
             for notification in notifications {
                 let result: PrivateSyncSample.UIBackgroundFetchResult = await awaitCallback { done in
-                    delegate.application(didReceive: notification) { result in done(result) }
+                    delegate.application(didReceiveRemoteNotification: notification.remoteNotificationDictionary) { result in done(result) }
                 }
                 #expect(result == (notification is RecordZoneNotification ? .newData : .noData))
             }

@@ -588,6 +588,7 @@ public enum SubscriptionConformance {
     static let feedCases: [TestCase] = [
         TestCase("feed: batches in commit order, each notification once; tokens of other users and kinds expire", feedOrderAndTokens),
         TestCase("feed: marking read appends readNotification entries once; unknown IDs are unknownItem", markRead),
+        TestCase("feed: a notification sent on as CloudKit's push payload (remoteNotificationDictionary, JSON) reads back as its class with its values, and marks read; CloudKit's own payloads read too", remoteNotificationDictionaries),
         TestCase("feed: compaction removes old notifications and expires older tokens", compaction),
         TestCase("feed: updates follow new notifications as they commit", followLive),
         TestCase("feed: a commit wakes a waiting follower instead of leaving it to its timeout", commitWakesWaiter),
@@ -671,6 +672,75 @@ public enum SubscriptionConformance {
         #expect(results.events == ["\(ids[1]) read", "\(bobID) unknownItem"])
         let error = try #require(final.events.first ?? nil)
         #expect(error.code == .partialFailure && error.partialErrorsByNotificationID[bobID]?.code == .unknownItem)
+    }
+
+    static func remoteNotificationDictionaries(_ env: Environment) async throws {
+        let container = env.container()
+        let database = container.privateCloudDatabase
+        let subscription = try query("orders", "Order", "TRUEPREDICATE", keys: ["title", "total", "price", "when", "owner", "place"], zone: photos)
+        subscription.notificationInfo?.alertBody = "New order"
+        subscription.notificationInfo?.title = "Shop"
+        subscription.notificationInfo?.soundName = "ping"
+        try await database.save(RecordZone(zoneID: photos))
+        try await database.save(subscription)
+        let zoneSubscription = RecordZoneSubscription(zoneID: photos, subscriptionID: "photos")
+        zoneSubscription.notificationInfo = info()
+        try await database.save(zoneSubscription)
+        let databaseSubscription = DatabaseSubscription(subscriptionID: "everything")
+        databaseSubscription.notificationInfo = info()
+        try await database.save(databaseSubscription)
+        let when = Date(timeIntervalSince1970: 1_700_000_000.5)
+        try await database.save(makeRecord("Order", "o1", zoneID: photos, [
+            "title": .string("Chairs"), "total": .int64(3), "price": .double(9.5), "when": .date(when),
+            "owner": .reference(reference("alice-card", zoneID: photos)), "place": .location(Location(latitude: 1, longitude: 2)),
+        ]))
+        let (notes, token) = try await notifications(of: container)
+        #expect(notes.count == 3)
+
+        // Through JSON, as a server sends it on.
+        func sentOn(_ note: StratusNotification) throws -> [AnyHashable: Any] {
+            try #require(try JSONSerialization.jsonObject(with: try JSONSerialization.data(withJSONObject: note.remoteNotificationDictionary)) as? [AnyHashable: Any])
+        }
+        let original = try #require(notes.first { $0 is QueryNotification } as? QueryNotification)
+        let payload = try sentOn(original)
+        let read = try #require(StratusNotification(fromRemoteNotificationDictionary: payload) as? QueryNotification)
+        #expect(read.queryNotificationReason == .recordCreated && read.recordID == original.recordID && read.recordType == "Order")
+        #expect(read.databaseScope == .private && read.subscriptionID == "orders" && read.containerIdentifier == original.containerIdentifier)
+        #expect(read.subscriptionOwnerUserRecordID == original.subscriptionOwnerUserRecordID)
+        #expect(read.notificationID == original.notificationID && read.alertBody == "New order" && read.title == "Shop" && read.soundName == "ping")
+        #expect(abs(read.creationDate.timeIntervalSince(original.creationDate)) < 0.001)
+        // JSON's values: dates as milliseconds, references as record names; a location is left out.
+        #expect(read.recordFieldValues == ["title": .string("Chairs"), "total": .int64(3), "price": .double(9.5),
+                                           "when": .int64(1_700_000_000_500), "owner": .string("alice-card")], "\(read.recordFieldValues)")
+        #expect(QueryNotification(fromRemoteNotificationDictionary: payload) != nil)
+        #expect(RecordZoneNotification(fromRemoteNotificationDictionary: payload) == nil, "another class's payload reads as nil")
+
+        let zone = try #require(notes.first { $0 is RecordZoneNotification })
+        let readZone = try #require(RecordZoneNotification(fromRemoteNotificationDictionary: try sentOn(zone)))
+        #expect(readZone.recordZoneID == photos && readZone.subscriptionID == "photos" && readZone.databaseScope == .private)
+        let everything = try #require(notes.first { $0 is DatabaseNotification })
+        let readDatabase = try #require(StratusNotification(fromRemoteNotificationDictionary: try sentOn(everything)) as? DatabaseNotification)
+        #expect(readDatabase.subscriptionID == "everything" && readDatabase.databaseScope == .private)
+
+        // The ID read back marks the notification read in its feed.
+        let mark = MarkNotificationsReadOperation(notificationIDsToMarkRead: [try #require(read.notificationID)])
+        container.add(mark)
+        await waitUntilFinished([mark])
+        let after = try await notifications(of: container, since: token).notifications
+        #expect(after.map(\.notificationType) == [.readNotification] && after.first?.notificationID == original.notificationID)
+
+        // A payload as CloudKit sends it: read, without an ID of a feed.
+        let cloudKit: [AnyHashable: Any] = [
+            "aps": ["alert": "Order placed", "content-available": 1],
+            "ck": ["ce": 2, "cid": "iCloud.com.example.shop", "nid": "8d0c9a1e-2c1f-4a8b-9f3e-0b6c2f7d9e11", "ckuserid": "_0123456789abcdef0123456789abcdef",
+                   "qry": ["dbs": 1, "fo": 2, "rid": "o9", "sid": "orders", "zid": "_defaultZone", "zoid": "_defaultOwner", "af": ["title": "Desk", "total": 4, "tags": ["a"]]]],
+        ]
+        let fromCloudKit = try #require(QueryNotification(fromRemoteNotificationDictionary: cloudKit))
+        #expect(fromCloudKit.notificationID == nil && fromCloudKit.databaseScope == .public && fromCloudKit.queryNotificationReason == .recordUpdated)
+        #expect(fromCloudKit.recordID?.recordName == "o9" && fromCloudKit.alertBody == "Order placed" && fromCloudKit.containerIdentifier == "iCloud.com.example.shop")
+        #expect(fromCloudKit.recordFieldValues == ["title": .string("Desk"), "total": .int64(4), "tags": .stringList(["a"])])
+        #expect(StratusNotification(fromRemoteNotificationDictionary: ["aps": ["alert": "not CloudKit's"]]) == nil)
+        #expect(StratusNotification(fromRemoteNotificationDictionary: ["ck": ["cid": "x"]]) == nil, "no query, zone or database part")
     }
 
     static func compaction(_ env: Environment) async throws {
