@@ -97,9 +97,11 @@ struct UsersCommand: Command {
 
         /// `entry` with the changes made, in the order the options name them.
         func applied(to entry: UserDirectoryEntry) -> UserDirectoryEntry {
-            func edited(_ list: [String], adding added: [String], removing removed: [String]) -> [String] {
-                var result = list.filter { !removed.contains($0) }
-                for item in added where !result.contains(item) { result.append(item) }
+            // Email addresses are one address in any case, as the directory compares them.
+            func edited(_ list: [String], adding added: [String], removing removed: [String], key: (String) -> String = { $0 }) -> [String] {
+                let removedKeys = Set(removed.map(key))
+                var result = list.filter { !removedKeys.contains(key($0)) }
+                for item in added where !result.contains(where: { key($0) == key(item) }) { result.append(item) }
                 return result
             }
             var name = entry.nameComponents ?? PersonNameComponents()
@@ -108,7 +110,7 @@ struct UsersCommand: Command {
             let roles = entry.roles.subtracting(removedRoles.map { SecurityRole($0) }).union(addedRoles.map { SecurityRole($0) })
             return UserDirectoryEntry(
                 login: entry.login, userRecordName: recordName ?? entry.userRecordName, roles: roles,
-                emailAddresses: edited(entry.emailAddresses, adding: addedEmailAddresses, removing: removedEmailAddresses),
+                emailAddresses: edited(entry.emailAddresses, adding: addedEmailAddresses, removing: removedEmailAddresses, key: { $0.lowercased() }),
                 phoneNumbers: edited(entry.phoneNumbers, adding: addedPhoneNumbers, removing: removedPhoneNumbers),
                 nameComponents: name == PersonNameComponents() ? nil : name,
                 isDiscoverable: isDiscoverable ?? entry.isDiscoverable)
@@ -260,7 +262,7 @@ struct UsersCommand: Command {
                 throw CommandFailure(.inputMissing, "\(login) has no entry in the user directory of \(store.storeOrigin); stratus users add \(login) makes one")
             }
             for (option, asked, had) in [("--remove-role", changes.removedRoles, existing.roles.map(\.name)),
-                                         ("--remove-email", changes.removedEmailAddresses, existing.emailAddresses),
+                                         ("--remove-email", changes.removedEmailAddresses.map { $0.lowercased() }, existing.emailAddresses.map { $0.lowercased() }),
                                          ("--remove-phone", changes.removedPhoneNumbers, existing.phoneNumbers)] {
                 for item in asked where !had.contains(item) { StratusCommand.log("note: \(option) \(item): \(login) did not have it") }
             }

@@ -96,7 +96,7 @@ struct UsersCLITests {
             #expect(try await cli.run(["users", "add", "bob", "--record-name", imported, "--email", "bob@example.com", "--email", "robert@example.com",
                                        "--phone", "+1 555 010 0100", "--given-name", "Bob", "--family-name", "Ross", "--role", "a", "--discoverable"]).exitCode == 0)
 
-            let edited = try await cli.run(["users", "edit", "bob", "--remove-email", "bob@example.com", "--email", "bob@example.org",
+            let edited = try await cli.run(["users", "edit", "bob", "--remove-email", "BOB@example.com", "--email", "bob@example.org", "--email", "Robert@Example.com",
                                             "--role", "b", "--remove-role", "a", "--given-name", "Robert", "--remove-phone", "+1 555 999 9999"])
             #expect(edited.exitCode == 0 && edited.stderr.contains("edited bob: \(imported) with b, discoverable"), "\(edited)")
             #expect(edited.stderr.contains("note: --remove-phone +1 555 999 9999: bob did not have it"), "a removal that removes nothing is told: \(edited)")
