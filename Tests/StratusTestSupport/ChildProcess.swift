@@ -106,6 +106,35 @@ public final class ChildProcess: Sendable {
             for waiter in waiters { waiter.resume() }
         }
         thread.start()
+
+        // A program that hangs would hold its test, and the whole run, until CI's own limit:
+        // past the limit it is killed, with where its threads stood in its stderr, so that the
+        // test fails saying so and the run goes on.
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.timeLimitSeconds) { [weak self] in
+            guard let self, isRunning else { return }
+            let note = "\n[test support] still running after \(Int(Self.timeLimitSeconds)) s: killed; where its threads stood:\n" + Self.threads(of: started)
+            if let handle = FileHandle(forWritingAtPath: stderrURL.path) {
+                handle.seekToEndOfFile()
+                handle.write(Data(note.utf8))
+                try? handle.close()
+            }
+            kill()
+        }
+    }
+
+    /// How long a program the tests start may run (`STRATUS_TEST_CHILD_SECONDS`, default 20
+    /// minutes: a whole test run takes about 10).
+    static let timeLimitSeconds: Double = ProcessInfo.processInfo.environment["STRATUS_TEST_CHILD_SECONDS"].flatMap(Double.init) ?? 1_200
+
+    /// The threads of process `pid` as gdb prints them, or why they could not be read.
+    private static func threads(of pid: pid_t) -> String {
+        let gdb = ["/usr/bin/gdb", "/usr/local/bin/gdb"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let gdb else { return "(gdb is not installed)\n" }
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("stratus-threads-\(pid)-\(UUID().uuidString.prefix(8)).txt")
+        defer { try? FileManager.default.removeItem(at: output) }
+        guard let run = try? ChildProcess(gdb, ["-p", String(pid), "-batch", "-nx", "-ex", "thread apply all bt 30"],
+                                          stdout: output, stderr: URL(fileURLWithPath: "/dev/null")) else { return "(gdb could not be started)\n" }
+        return run.waitBlocking().stdout
     }
 
     private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
