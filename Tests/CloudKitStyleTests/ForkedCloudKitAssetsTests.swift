@@ -429,6 +429,10 @@ struct ForkedCloudKitAssetsTests {
             let deviceA = try CloudKitAssets(rootDirectory: folderA, zoneName: "ForkedAssets", cloudKitContainer: container)
             let deviceB = try CloudKitAssets(rootDirectory: folderB, zoneName: "ForkedAssets", cloudKitContainer: container)
             let localChanges = deviceA.changeStream
+            // Before anything is sent: device B's engine polls the store by itself (every 10 s),
+            // and a change it fetches before this stream exists is announced to no one, which
+            // left the wait for it below waiting for good on a busy machine.
+            let remoteChanges = deviceB.changeStream
             try deviceA.addAsset(data: Data("first draft".utf8), named: "draft.txt")
             var local = localChanges.makeAsyncIterator()
             let announced = await local.next()
@@ -441,7 +445,6 @@ struct ForkedCloudKitAssetsTests {
             #expect(stored["deleted"] as? Bool == false)
             #expect((stored["asset"] as? Asset).flatMap { $0.fileURL }.flatMap { try? Data(contentsOf: $0) } == Data("first draft".utf8))
 
-            let remoteChanges = deviceB.changeStream
             try await deviceB.engine!.fetchChanges()
             #expect(try deviceB.data(forAssetNamed: "draft.txt") == Data("first draft".utf8))
             var remote = remoteChanges.makeAsyncIterator()
