@@ -429,9 +429,9 @@ struct ForkedCloudKitAssetsTests {
             let deviceA = try CloudKitAssets(rootDirectory: folderA, zoneName: "ForkedAssets", cloudKitContainer: container)
             let deviceB = try CloudKitAssets(rootDirectory: folderB, zoneName: "ForkedAssets", cloudKitContainer: container)
             let localChanges = deviceA.changeStream
-            // Before anything is sent: device B's engine polls the store by itself (every 10 s),
-            // and a change it fetches before this stream exists is announced to no one, which
-            // left the wait for it below waiting for good on a busy machine.
+            // Before anything is sent: device B's engine fetches by itself (once at its start,
+            // then every 10 s), and a change it fetches before this stream exists is announced
+            // to no one, which left the wait for it below waiting for good on a busy machine.
             let remoteChanges = deviceB.changeStream
             try deviceA.addAsset(data: Data("first draft".utf8), named: "draft.txt")
             var local = localChanges.makeAsyncIterator()
