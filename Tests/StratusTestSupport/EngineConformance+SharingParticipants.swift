@@ -13,6 +13,7 @@ extension EngineConformance {
         TestCase("removing a participant, or deleting the share, revokes access: reads fail with zoneNotFound, the zone leaves allRecordZones, and database changes report it deleted", shareRevocation),
         TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
         TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
+        TestCase("a participant leaves a shared zone by deleting it from their shared database: every share of the zone they accepted marks them removed, the zone leaves their shared database, the owner's records and other participants stay; a zone they do not reach is zoneNotFound", participantLeavesZone),
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
         TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
         TestCase("a share restored without a URL token gets one, as a new share does, and is indexed: its participants open its URL and reach it once accepted", restoredShareWithoutToken),
@@ -375,6 +376,54 @@ extension EngineConformance {
 }
 
 extension EngineConformance {
+    private static func participantLeavesZone(_ env: Environment) async throws {
+        let (alice, groceriesShare, zoneID) = try await sharedList(env, bob: .readOnly)
+        let bob = env.container(user: "bob")
+        let carol = env.container(user: "carol")
+        // A second hierarchy of the zone, shared with Bob (read-write) and Carol.
+        let chores = Record(recordType: "List", recordID: Record.ID(recordName: "chores", zoneID: RecordZone.ID(zoneName: "Lists")))
+        chores["title"] = "Chores"
+        let storedChores = try await alice.save(chores)
+        let choresShare = Share(rootRecord: storedChores)
+        for (user, permission) in [(bob, Share.ParticipantPermission.readWrite), (carol, .readOnly)] {
+            let participant = Share.Participant(userIdentity: UserIdentity(userRecordID: try await user.userRecordID()))
+            participant.permission = permission
+            choresShare.addParticipant(participant)
+        }
+        let (saves, _) = try await alice.modifyRecords(saving: [storedChores, choresShare], deleting: [])
+        let savedChoresShare = try #require(try saves[choresShare.recordID]?.get() as? Share)
+        try await bob.accept(try await bob.shareMetadata(for: try #require(groceriesShare.url)))
+        try await bob.accept(try await bob.shareMetadata(for: try #require(savedChoresShare.url)))
+        try await carol.accept(try await carol.shareMetadata(for: try #require(savedChoresShare.url)))
+        let shared = bob.sharedCloudDatabase
+        #expect(try await shared.allRecordZones().map(\.zoneID) == [zoneID])
+        let before = try await shared.databaseChanges(since: nil)
+
+        #expect(try await shared.deleteRecordZone(withID: zoneID) == zoneID)
+
+        #expect(try await shared.allRecordZones().isEmpty)
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "chores", zoneID: zoneID)) }
+        await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "milk", zoneID: zoneID)) }
+        #expect(try await shared.databaseChanges(since: before.changeToken).deletions.map(\.zoneID) == [zoneID])
+        let bobName = try await bob.userRecordID().recordName
+        for shareID in [groceriesShare.recordID, savedChoresShare.recordID] {
+            let ownersCopy = try #require(try await alice.record(for: shareID) as? Share)
+            #expect(ownersCopy.participants.first { $0.userIdentity.userRecordID?.recordName == bobName }?.acceptanceStatus == .removed)
+        }
+        // The owner's zone and records stay, and so does Carol's access.
+        #expect(Set(try await alice.allRecordZones().map(\.zoneID.zoneName)) == ["_defaultZone", "Lists"])
+        #expect(try await alice.record(for: Record.ID(recordName: "bread", zoneID: RecordZone.ID(zoneName: "Lists")))["title"] as? String == "Bread")
+        #expect(try await carol.sharedCloudDatabase.record(for: Record.ID(recordName: "chores", zoneID: zoneID))["title"] as? String == "Chores")
+
+        // Left already, and never shared: zoneNotFound, per zone, and nothing else changes.
+        let elsewhere = RecordZone.ID(zoneName: "Elsewhere", ownerName: zoneID.ownerName)
+        let (_, deletes) = try await shared.modifyRecordZones(saving: [], deleting: [zoneID, elsewhere])
+        #expect(errorCode(deletes[zoneID]) == .zoneNotFound)
+        #expect(errorCode(deletes[elsewhere]) == .zoneNotFound)
+        await expectCode(.invalidArguments) { _ = try await shared.deleteRecordZone(withID: RecordZone.ID(zoneName: RecordZone.ID.defaultZoneName, ownerName: zoneID.ownerName)) }
+        #expect(try await carol.sharedCloudDatabase.allRecordZones().map(\.zoneID) == [zoneID])
+    }
+
     private static func acceptanceIsTheParticipants(_ env: Environment) async throws {
         let (alice, share, zoneID) = try await sharedList(env, bob: .readOnly)
         let bob = env.container(user: "bob")

@@ -94,6 +94,21 @@ extension SharedDatabaseEngine {
         return outcome
     }
 
+    /// Leaves every share of `zoneID` the user accepted, as a CloudKit participant does by
+    /// deleting the zone from their shared database: a zone-wide share and the shares of
+    /// records alike, so that the zone leaves the user's shared database. The owner's zone and
+    /// records stay; each share marks the user `.removed`.
+    ///
+    /// - Throws: `zoneNotFound` for a zone the user does not reach (never shared with them,
+    ///   not accepted, revoked, or already left); `serverRecordChanged` when the owner changed
+    ///   a share between its read and this save (delete the zone again); store failures.
+    func leaveZone(_ zoneID: RecordZone.ID, _ access: SharedDatabaseAccess, context: DatabaseContext) throws {
+        guard let zone = access.zone(zoneID) else { throw StratusError.zoneNotFound(zoneID, in: context) }
+        for shareName in zone.shares.sorted() {
+            _ = try leave(Record.ID(recordName: shareName, zoneID: zoneID), in: zone, context: context)
+        }
+    }
+
     /// Leaves the share `id` of `zone`, as a CloudKit participant does by deleting the share
     /// from their shared database: the share marks the user `.removed` (what the owner then
     /// reads), and its zone leaves the user's shared database. Answers whether it did.

@@ -147,11 +147,35 @@ final class SharedDatabaseEngine: StorageEngine, Sendable {
         }
     }
 
+    /// In the user's shared database a zone is not created, and deleting one leaves it
+    /// (``leaveZone(_:_:context:)``); the owner's zone and records stay.
     func modifyZones(
         saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext,
         notify: (_ outcome: ZoneModifyOutcome, _ transaction: any RecordWriteTransaction) throws -> Void
     ) throws -> ZoneModifyOutcome {
-        try base.modifyZones(saving: zones, deleting: zoneIDs, in: database, notify: notify)
+        guard database.sharedOwner == nil, database.scope == .shared else {
+            return try base.modifyZones(saving: zones, deleting: zoneIDs, in: database, notify: notify)
+        }
+        var outcome = ZoneModifyOutcome()
+        for zone in zones {
+            do throws(StratusError) {
+                try ZoneRules.checkModifiable(zone.zoneID, database)
+                outcome.saveResults[zone.zoneID] = .failure(StratusError(.invalidArguments, "zone '\(zone.zoneID.zoneName)' cannot be created in the shared database", zoneID: zone.zoneID))
+            } catch {
+                outcome.saveResults[zone.zoneID] = .failure(error)
+            }
+        }
+        guard !zoneIDs.isEmpty else { return outcome }
+        let access = try access(database)
+        for zoneID in zoneIDs {
+            do {
+                try leaveZone(zoneID, access, context: database)
+                outcome.deleteResults[zoneID] = .success(())
+            } catch let error as StratusError where !error.isTransient {
+                outcome.deleteResults[zoneID] = .failure(error)
+            }
+        }
+        return outcome
     }
 
     func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch {

@@ -7,7 +7,8 @@ import Foundation
 /// deletes every record in it and its change history; later writes to it fail with
 /// `zoneNotFound`. The default zone cannot be deleted. Zones live in the private database,
 /// as in CloudKit, and also in the public database (a Stratus extension); the shared database
-/// holds only shared zones, which Stratus does not create yet.
+/// holds the zones other users share with the user, where deleting a zone leaves its shares
+/// (the owner's records stay), as in CloudKit, and saving one is `invalidArguments`.
 ///
 /// ```swift
 /// let op = ModifyRecordZonesOperation(recordZonesToSave: [RecordZone(zoneName: "Photos")], recordZoneIDsToDelete: [oldZoneID])
@@ -19,7 +20,8 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// The zones to create; each gets a ``perRecordZoneSaveBlock`` call.
     public var recordZonesToSave: [RecordZone]?
     /// The IDs of the zones to delete, with their records; each gets a
-    /// ``perRecordZoneDeleteBlock`` call.
+    /// ``perRecordZoneDeleteBlock`` call. In the shared database, the zones to leave: the user
+    /// leaves every share of the zone they accepted, and the owner's records stay.
     public var recordZoneIDsToDelete: [RecordZone.ID]?
     /// Each zone to save, with the zone as stored or its own error, as
     /// `CKModifyRecordZonesOperation.perRecordZoneSaveBlock`.
@@ -95,15 +97,7 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
         var validDeletes: [RecordZone.ID] = []
         for id in toDelete {
             do throws(StratusError) {
-                try ZoneRules.checkModifiable(id, context)
-                if id.isDefault {
-                    throw StratusError(.invalidArguments, "the default zone cannot be deleted; delete its records instead", zoneID: id)
-                }
-                // Deleting a zone deletes its records without asking each one's security roles,
-                // and a public zone holds every user's.
-                if context.scope == .public && !context.isAdministrator {
-                    throw StratusError(.permissionFailure, "zone '\(id.zoneName)' of the public database holds every user's records, which deleting it would delete whatever their security roles say; only the store's administrator deletes a public zone (stratus zones delete --as-administrator)", zoneID: id)
-                }
+                try ZoneRules.checkDeletable(id, context)
                 validDeletes.append(id)
             } catch {
                 errors[id] = error

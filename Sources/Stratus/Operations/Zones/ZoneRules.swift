@@ -22,7 +22,7 @@ enum ZoneRules {
     static func checkModifiable(_ zoneID: RecordZone.ID, _ context: DatabaseContext) throws(StratusError) {
         try checkZoneID(zoneID, context)
         if context.scope == .shared {
-            throw StratusError(.invalidArguments, "zones in the shared database are the zones other users share with you and you accept; they are not created or deleted there (leave a share by deleting its share record from the shared database)", zoneID: zoneID)
+            throw StratusError(.invalidArguments, "zones in the shared database are the zones other users share with you and you accept; they are not created there (delete one from the shared database to leave its shares)", zoneID: zoneID)
         }
         if context.isAdministrator { return }
         if context.userRecordName == nil {
@@ -31,6 +31,25 @@ enum ZoneRules {
         let owner = zoneID.ownerName
         if !context.isCurrentUser(owner) {
             throw StratusError(.permissionFailure, "zone '\(zoneID.zoneName)' belongs to '\(owner)'; only a zone's owner creates or deletes it", zoneID: zoneID)
+        }
+    }
+
+    /// A zone the current user may delete: their own (``checkModifiable(_:_:)``), never the
+    /// default zone, and in the public database, which holds every user's records, only as the
+    /// store's administrator. In the shared database deleting a zone is leaving it, as in
+    /// CloudKit: the user's to do for any zone shared with them.
+    static func checkDeletable(_ zoneID: RecordZone.ID, _ context: DatabaseContext) throws(StratusError) {
+        if context.scope == .shared {
+            try checkZoneID(zoneID, context)
+            return
+        }
+        try checkModifiable(zoneID, context)
+        if zoneID.isDefault {
+            throw StratusError(.invalidArguments, "the default zone cannot be deleted; delete its records instead", zoneID: zoneID)
+        }
+        // Deleting a zone deletes its records without asking each one's security roles.
+        if context.scope == .public && !context.isAdministrator {
+            throw StratusError(.permissionFailure, "zone '\(zoneID.zoneName)' of the public database holds every user's records, which deleting it would delete whatever their security roles say; only the store's administrator deletes a public zone (stratus zones delete --as-administrator)", zoneID: zoneID)
         }
     }
 
