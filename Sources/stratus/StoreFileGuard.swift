@@ -18,7 +18,8 @@ enum StoreFileGuard {
         if options.contains(where: { $0.name == "--store" }) {
             // A command that takes --store alone (info, check) reads no other store option.
             let locationOnly = !options.contains { $0.name == "--read-store" }
-            stores.append((try StoreOptions(arguments, locationOnly: locationOnly)).resolvedStorePath)
+            // Only the path: the command's own parse checks what its zones need.
+            stores.append((try StoreOptions(arguments, locationOnly: locationOnly, namesZones: true)).resolvedStorePath)
         }
         for name in ["--from", "--to"] { stores += arguments.values(name) }
         stores.removeAll { PostgresEngine.isStoreURL($0) }

@@ -14,6 +14,7 @@ extension OptionGroup {
         Option("--container", "ID", "the container identifier", default: "default"),
         Option("--database", "NAME", "public, private or shared", default: "public"),
         Option("--zone", "NAME", "the zone", default: "_defaultZone"),
+        Option("--zone-owner", "RECORDNAME", "the owner of the zone (of --zone, or of the zones zones names): another user's record name, as `zones list --database shared` prints it, for a zone shared with you", default: "you"),
         Option("--user", "NAME", "the user (a login; its user record name comes from the container's user directory, else is derived from the container and the login)", default: "$STRATUS_USER, else the role a PostgreSQL store logs in as, else the login name"),
         Option(flag: "--anonymous", "act as a caller who is not signed in: read what the _world role may read in the public database, and nothing else"),
         Option("--environment", "NAME", "development or production: each keeps its own schema and data; production refuses unknown types and fields and queries without their index", default: "$STRATUS_ENVIRONMENT, else development"),
@@ -42,10 +43,17 @@ struct StoreOptions {
     var zoneID = RecordZone.ID.default
     /// Whether `--zone` was given (not the default).
     var zoneGiven = false
+    /// `--zone-owner`: whose zone ``zoneID`` (and the zones `zones` names) is; `nil` for the user's own.
+    var zoneOwner: String?
     /// `--all-zones`, for the commands that take it: every zone instead of ``zoneID``.
     var allZones = false
     /// Why `--all-zones` takes no CSV.
     static let allZonesCSV = "--all-zones writes record JSON: CSV rows carry no zone, so records of different zones with one name could not be told apart"
+
+    /// The zone `name` of ``zoneOwner``, or of the user when none was given.
+    func zone(named name: String) -> RecordZone.ID {
+        zoneOwner.map { RecordZone.ID(zoneName: name, ownerName: $0) } ?? RecordZone.ID(zoneName: name)
+    }
 
     /// The zone a query reads: `nil` for every zone.
     var searchedZoneID: RecordZone.ID? { allZones ? nil : zoneID }
@@ -58,7 +66,9 @@ struct StoreOptions {
     ///   not take (`$STRATUS_READ_STORE` exported for a cron job's PostgreSQL commands) neither
     ///   refuse them nor change what they read.
     /// - Throws: ``UsageError`` for an unknown database, environment or an empty name.
-    init(_ arguments: ParsedArguments, locationOnly: Bool = false) throws {
+    /// - Parameter namesZones: for `zones`, whose arguments are zone names: `--zone-owner` is
+    ///   their owner, without `--zone`.
+    init(_ arguments: ParsedArguments, locationOnly: Bool = false, namesZones: Bool = false) throws {
         if locationOnly {
             if arguments.value("--store") == "" { throw UsageError(message: "--store needs a non-empty value") }
             if !arguments.has("--store") && ProcessInfo.processInfo.environment["STRATUS_STORE"] == "" {
@@ -67,7 +77,7 @@ struct StoreOptions {
             storePath = arguments.value("--store")
             return
         }
-        for option in ["--store", "--read-store", "--container", "--user", "--zone"] where arguments.value(option) == "" {
+        for option in ["--store", "--read-store", "--container", "--user", "--zone", "--zone-owner"] where arguments.value(option) == "" {
             throw UsageError(message: "\(option) needs a non-empty value")
         }
         // Set but empty is a wrapper's unset variable (`STRATUS_STORE="$STORE"`): taken as unset,
@@ -88,12 +98,17 @@ struct StoreOptions {
             default: throw UsageError(message: "--database must be public, private or shared, not '\(database)'")
             }
         }
-        if let zone = arguments.value("--zone") {
-            zoneID = RecordZone.ID(zoneName: zone)
+        zoneOwner = arguments.value("--zone-owner")
+        if let zoneName = arguments.value("--zone") {
+            zoneID = zone(named: zoneName)
             zoneGiven = true
         }
         allZones = arguments.flag("--all-zones")
         if allZones && zoneGiven { throw UsageError(message: "--all-zones and --zone exclude each other") }
+        if zoneOwner != nil && !zoneGiven && !allZones && !namesZones {
+            throw UsageError(message: "--zone-owner names the owner of --zone: give the zone too (--zone NAME --zone-owner \(zoneOwner ?? ""))")
+        }
+        if allZones && zoneOwner != nil { throw UsageError(message: "--zone-owner names the owner of one zone; --all-zones reads every zone the database holds, whoever owns it") }
         userName = arguments.value("--user")
         anonymous = arguments.flag("--anonymous")
         if anonymous && userName != nil { throw UsageError(message: "--anonymous and --user exclude each other") }

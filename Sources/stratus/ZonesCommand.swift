@@ -19,11 +19,14 @@ struct ZonesCommand: Command {
         does) and prints {"zoneID":{…},"deleted":true} for each. Zones live in the private and
         public databases; a zone that fails is reported on stderr and makes the exit code 1. A
         public zone holds every user's records: only the store's administrator deletes one
-        (--as-administrator).
+        (--as-administrator). The shared database lists the zones other users share with you;
+        delete there leaves a zone's shares (the owner's zone and records stay), naming its
+        owner with --zone-owner as list prints it: zones delete Lists --database shared
+        --zone-owner _9f2c… --yes.
         """
     static let options: [Option] = [
         Option(flag: "--no-atomic", "create: zones whose modify requests apply item by item, as CloudKit's zones without the atomic capability (zones are atomic by default)"),
-        Option(flag: "--yes", "delete: really delete the zones and every record in them"),
+        Option(flag: "--yes", "delete: really delete the zones and every record in them (in the shared database: really leave them)"),
         Option(flag: "--as-administrator", "delete: delete zones of the public database as the store's administrator, every user's records in them included (on PostgreSQL, row-level security still binds the login role)"),
     ]
 
@@ -55,16 +58,18 @@ struct ZonesCommand: Command {
             throw UsageError(message: "unknown zones action '\(verb)'; say list, create or delete")
         }
         if arguments.flag("--no-atomic"), !action.isCreate { throw UsageError(message: "--no-atomic belongs to zones create") }
+        let store = try StoreOptions(arguments, namesZones: true)
         if case .delete = action {
             guard arguments.flag("--yes") else {
-                throw UsageError(message: "deleting a zone deletes every record in it: add --yes to confirm")
+                throw UsageError(message: store.scope == .shared
+                                 ? "deleting a zone of the shared database leaves its shares: add --yes to confirm"
+                                 : "deleting a zone deletes every record in it: add --yes to confirm")
             }
         } else if arguments.flag("--yes") {
             throw UsageError(message: "--yes belongs to zones delete")
         }
         let asAdministrator = arguments.flag("--as-administrator")
         if case .delete = action {} else if asAdministrator { throw UsageError(message: "--as-administrator belongs to zones delete") }
-        let store = try StoreOptions(arguments)
         if asAdministrator && store.scope != .public {
             throw UsageError(message: "--as-administrator is for the public database, whose zones hold every user's records; a private database's zones are its owner's to delete")
         }
@@ -84,7 +89,7 @@ struct ZonesCommand: Command {
             return .success
         case .create(let names):
             let capabilities: RecordZone.Capabilities = atomic ? [.fetchChanges, .atomic] : [.fetchChanges]
-            let zones = names.map { RecordZone(zoneID: RecordZone.ID(zoneName: $0), capabilities: capabilities) }
+            let zones = names.map { RecordZone(zoneID: store.zone(named: $0), capabilities: capabilities) }
             let (saved, _) = try await database.modifyRecordZones(saving: zones, deleting: [])
             var failed = 0
             for zone in zones {
@@ -96,7 +101,7 @@ struct ZonesCommand: Command {
             }
             return failed == 0 ? .success : .someFailed
         case .delete(let names):
-            let ids = names.map { RecordZone.ID(zoneName: $0) }
+            let ids = names.map(store.zone(named:))
             let (_, deleted) = try await database.modifyRecordZones(saving: [], deleting: ids)
             var failed = 0
             for id in ids {

@@ -112,4 +112,55 @@ struct SharingCLITests {
             #expect((line["participants"] as? [[String: Any]])?.first?["orgUser"] as? Bool == false)
         }
     }
+
+    @Test("a participant reads a zone shared with them from the tool, naming its owner with --zone-owner as zones list prints it, and leaves it with zones delete; the owner's records stay", arguments: TestEngine.all)
+    func participantFromTheTool(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let alice = try cli.container(user: "alice")
+            let bob = try cli.container(user: "bob")
+            let lists = RecordZone.ID(zoneName: "Lists")
+            _ = try await alice.privateCloudDatabase.modifyRecordZones(saving: [RecordZone(zoneID: lists)], deleting: [])
+            let list = Record(recordType: "List", recordID: Record.ID(recordName: "groceries", zoneID: lists))
+            list["title"] = "Groceries"
+            let milk = Record(recordType: "List", recordID: Record.ID(recordName: "milk", zoneID: lists))
+            milk["title"] = "Milk"
+            milk.setParent(list)
+            let diary = Record(recordType: "List", recordID: Record.ID(recordName: "diary", zoneID: lists))
+            diary["title"] = "Private"
+            let share = Share(rootRecord: list)
+            let participant = Share.Participant(userIdentity: UserIdentity(userRecordID: try await bob.userRecordID()))
+            participant.permission = .readOnly
+            share.addParticipant(participant)
+            let (saves, _) = try await alice.privateCloudDatabase.modifyRecords(saving: [list, milk, diary, share], deleting: [])
+            let url = try #require(try (saves[share.recordID]?.get() as? Share)?.url)
+            try await bob.accept(try await bob.shareMetadata(for: url))
+            let owner = try await alice.userRecordID().recordName
+            let asBob = ["--database", "shared", "--user", "bob"]
+
+            let zones = try await cli.run(["zones", "list"] + asBob)
+            let listed = try JSONLine.objects(zones.stdout).compactMap { $0["zoneID"] as? [String: Any] }
+            #expect(zones.exitCode == 0 && listed.count == 1, "\(zones)")
+            #expect(listed.first?["zoneName"] as? String == "Lists" && listed.first?["ownerRecordName"] as? String == owner, "\(zones)")
+            let query = try await cli.run(["query", "--type", "List", "--sort", "title", "--zone", "Lists", "--zone-owner", owner] + asBob)
+            #expect(query.exitCode == 0, "\(query)")
+            #expect(try JSONLine.objects(query.stdout).map { $0["recordName"] as? String } == ["groceries", "milk"], "the share's hierarchy, not the diary: \(query)")
+            let refused = try await cli.run(["update", "--type", "List", "--all", "--set", "title=Mine", "--zone", "Lists", "--zone-owner", owner] + asBob)
+            #expect(refused.exitCode != 0, "a read-only participant writes nothing: \(refused)")
+            let unnamed = try await cli.run(["query", "--type", "List", "--zone", "Lists"] + asBob)
+            #expect(unnamed.exitCode != 0 && unnamed.stderr.contains("Lists"), "the zone is Alice's, not Bob's: \(unnamed)")
+            let ownerAlone = try await cli.run(["query", "--type", "List", "--zone-owner", owner] + asBob)
+            #expect(ownerAlone.exitCode == 64 && ownerAlone.stderr.contains("--zone"), "\(ownerAlone)")
+
+            let left = try await cli.run(["zones", "delete", "Lists", "--zone-owner", owner, "--yes"] + asBob)
+            #expect(left.exitCode == 0, "\(left)")
+            #expect(try await cli.run(["zones", "list"] + asBob).stdout.isEmpty)
+            let again = try await cli.run(["zones", "delete", "Lists", "--zone-owner", owner, "--yes"] + asBob)
+            #expect(again.exitCode == 1 && again.stderr.contains("Lists"), "left already: \(again)")
+            let kept = try await cli.run(["query", "--type", "List", "--zone", "Lists", "--database", "private", "--user", "alice"])
+            #expect(try JSONLine.objects(kept.stdout).count == 3, "\(kept)")
+            let ownersShare = try #require(try await alice.privateCloudDatabase.record(for: share.recordID) as? Share)
+            #expect(ownersShare.participants.first { $0.role != .owner }?.acceptanceStatus == .removed)
+        }
+    }
 }
