@@ -566,6 +566,15 @@ enum PostgresRowSecurity {
             var counters: [String]?
         }
 
+        /// The row of `table` belongs to the shared database of an accepted participant of one
+        /// of the role's shares: the subscriptions the role's writes in its shared zones fire.
+        func participantsSharedDatabase(_ table: String) -> String {
+            """
+            (\(table).db = \(Database.Scope.shared.rawValue) AND EXISTS (SELECT 1 FROM \(schema).share_members m
+                WHERE m.container = \(table).container AND m.member = \(table).owner AND m.accepted AND \(mine("m.owner"))))
+            """
+        }
+
         /// A row of a zone's (`zone_id`) belongs to the zone's database: its owner is the zone's.
         /// Without it a member could put its rows into another user's zone, which that user's
         /// role does not see but the tables' owner (a copy) does.
@@ -610,13 +619,13 @@ enum PostgresRowSecurity {
             case "database_history":
                 return Rule(read: read, insert: read, update: read, delete: own, counters: ["change_seq", "history_start"])
             case "subscription_state":
-                return Rule(read: read, insert: read, update: read, delete: own, counters: ["version"])
+                return Rule(read: "(\(read) OR \(participantsSharedDatabase(table)))", insert: read, update: read, delete: own, counters: ["version"])
             case "zone_tombstones":
                 // Zones of the public database are never deleted.
                 return Rule(read: read, insert: own, update: own, delete: own)
             case "subscriptions":
                 let write = "\(mine("subscriptions.subscriber")) AND \(read)"
-                return Rule(read: read, insert: write, update: write, delete: write)
+                return Rule(read: "(\(read) OR \(participantsSharedDatabase(table)))", insert: write, update: write, delete: write)
             case "asset_contents":
                 // Content is shared by the public database's writers (keyed by its SHA-256); content no
                 // record names and no writer holds is collected by whoever released it.

@@ -72,8 +72,12 @@ import Foundation
 /// a record under a name that stored records name as their parent (a trigger: records whose
 /// parent was deleted would join the participant's hierarchy), and writes the tombstone of a
 /// participant's raw-SQL deletion (a trigger); the upgrade applies it.
+///
+/// Version 16 changes no table: its row-level security lets a member's role read the shared
+/// database subscriptions of the accepted participants of its shares, which its writes fire
+/// (``SharedDatabaseNotifier``); the upgrade applies it.
 enum PostgresSchema {
-    static let version = 15
+    static let version = 16
     /// The version whose `ix_` indexes hold declared values only.
     static let declaredValueIndexVersion = 11
     /// The version the share index came with; stores below it have their shares indexed.
@@ -81,7 +85,7 @@ enum PostgresSchema {
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
-    static let rowSecurityVersion = 15
+    static let rowSecurityVersion = 16
     /// The version the asset step brought.
     static let assetStoreVersion = 3
     /// The version whose index entries are bounded (prefixes of long strings and words).

@@ -13,6 +13,14 @@ extension PostgresWriteTransaction {
         try PostgresEngine.subscriptions(of: context, subscriber: nil, on: connection)
     }
 
+    func subscriptionVersion(of database: DatabaseContext) throws -> Int64? {
+        try PostgresEngine.subscriptionVersion(of: database, on: connection)
+    }
+
+    func fetchSubscriptions(of database: DatabaseContext) throws -> SubscriptionSet {
+        try PostgresEngine.subscriptions(of: database, subscriber: nil, on: connection)
+    }
+
     func deleteSubscriptions(_ keys: [SubscriptionKey]) throws -> Set<SubscriptionKey> {
         var deleted: Set<SubscriptionKey> = []
         for key in keys.sorted(by: { ($0.subscriber, $0.subscriptionID) < ($1.subscriber, $1.subscriptionID) })

@@ -9,6 +9,21 @@ extension SQLiteWriteTransaction {
         try SQLiteEngine.insertShareIndexRows(share, token: token, rootRecordName: rootRecordName, members: members, on: connection)
     }
 
+    func acceptedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance] {
+        let select = try connection.statement("""
+            SELECT m.share_name, i.root_name, m.member FROM share_members m
+            JOIN share_index i ON i.container = m.container AND i.owner = m.owner AND i.zone_name = m.zone_name AND i.share_name = m.share_name
+            WHERE m.container = ? AND m.owner = ? AND m.zone_name = ? AND m.accepted = 1
+            """)
+        try select.bind([.text(context.storageContainer), .text(context.storageOwner), .text(zoneName)])
+        defer { select.reset() }
+        var found: [ShareIndexAcceptance] = []
+        while try select.step() {
+            found.append(ShareIndexAcceptance(zoneName: zoneName, shareRecordName: select.text(0) ?? "", rootRecordName: select.text(1), member: select.text(2) ?? ""))
+        }
+        return found
+    }
+
     func removeShareFromIndex(_ shareRecordName: String, zoneName: String) throws {
         let share: [SQLValue] = [.text(context.storageContainer), .text(context.storageOwner), .text(zoneName), .text(shareRecordName)]
         for table in ["share_index", "share_members"] {

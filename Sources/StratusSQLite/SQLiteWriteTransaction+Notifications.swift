@@ -12,6 +12,14 @@ extension SQLiteWriteTransaction {
         try SQLiteEngine.subscriptions(of: context, subscriber: nil, on: connection)
     }
 
+    func subscriptionVersion(of database: DatabaseContext) throws -> Int64? {
+        try SQLiteEngine.subscriptionVersion(of: database, on: connection)
+    }
+
+    func fetchSubscriptions(of database: DatabaseContext) throws -> SubscriptionSet {
+        try SQLiteEngine.subscriptions(of: database, subscriber: nil, on: connection)
+    }
+
     func deleteSubscriptions(_ keys: [SubscriptionKey]) throws -> Set<SubscriptionKey> {
         var deleted: Set<SubscriptionKey> = []
         for key in keys where try SQLiteEngine.deleteSubscription(key, of: context, on: connection) { deleted.insert(key) }

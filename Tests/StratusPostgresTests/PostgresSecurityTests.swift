@@ -418,7 +418,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "16")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
@@ -485,7 +485,7 @@ extension PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 12") == true, "\(String(describing: member))")
 
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "16")
         try store.owner.modifyUserDirectory(containerIdentifier: store.identifier, saving: [
             UserDirectoryEntry(login: store.alice, userRecordName: store.aliceName, emailAddresses: ["alice@example.com"], isDiscoverable: true),
             UserDirectoryEntry(login: store.bob, userRecordName: store.bobName, emailAddresses: ["bob@example.com"]),
@@ -599,6 +599,49 @@ extension PostgresSecurityTests {
         #expect(reachedAfter.isEmpty, "\(reachedAfter)")
     }
 
+    @Test("an owner's role fires its accepted participants' shared database subscriptions with its writes, reading those subscriptions only: never a non-participant's, also with raw SQL")
+    func ownersWritesFireParticipantsSubscriptions() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).privateCloudDatabase
+        let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
+        let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+        _ = try await alice.save(root)
+        let storedRoot = try await alice.record(for: root.recordID)
+        let share = Share(rootRecord: storedRoot)
+        share.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: store.bobName))))
+        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
+        let url = try #require(try (saved[share.recordID]?.get() as? Share)?.url)
+        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
+        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
+
+        let bob = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob)
+        let carol = Container(identifier: store.identifier, engine: try store.engine(store.carol), userName: store.carol)
+        for user in [bob, carol] {
+            let subscription = DatabaseSubscription(subscriptionID: "shared-changes")
+            subscription.notificationInfo = NotificationInfo()
+            _ = try await user.sharedCloudDatabase.save(subscription)
+        }
+        let bobsStart = try await NotificationFeed(database: bob.privateCloudDatabase).nextBatch(after: nil, limit: 100).token
+        let carolsStart = try await NotificationFeed(database: carol.privateCloudDatabase).nextBatch(after: nil, limit: 100).token
+
+        let changed = try await alice.record(for: root.recordID)
+        changed["title"] = "Weekly groceries"
+        _ = try await alice.save(changed)
+        let told = try await NotificationFeed(database: bob.privateCloudDatabase).nextBatch(after: bobsStart, limit: 100).notifications
+        #expect(told.compactMap { ($0 as? DatabaseNotification)?.databaseScope.rawValue } == [Database.Scope.shared.rawValue], "\(told)")
+        #expect(try await NotificationFeed(database: carol.privateCloudDatabase).nextBatch(after: carolsStart, limit: 100).notifications.isEmpty)
+
+        // Alice's role reads Bob's shared database subscription (its writes fire it), not Carol's.
+        let shared = Database.Scope.shared.rawValue
+        func subscribers(_ raw: PostgresConnection) throws -> [String] {
+            try raw.query("SELECT owner FROM subscriptions WHERE db = \(shared) ORDER BY owner").map { try $0.text(0) ?? "" }
+        }
+        #expect(try subscribers(store.raw(store.alice)) == [store.bobName])
+        #expect(try subscribers(store.raw(store.carol)) == [store.carolName])
+        #expect(try store.raw(store.alice).query("SELECT count(*) FROM subscription_state WHERE db = \(shared)")[0].int64(0) == 1)
+    }
+
     @Test("an owner's role marks no participant accepted: not in the share index with raw SQL, and a share record whose JSON it forged so reaches nothing")
     func ownersGiveNoAcceptance() async throws {
         let store = try SecureStore()
@@ -652,7 +695,7 @@ extension PostgresSecurityTests {
         let admin = try PostgresConnection(url: store.database.url)
         try admin.executeScript("DROP TRIGGER stratus_keep_acceptance ON share_members; DROP FUNCTION stratus_keep_acceptance(); UPDATE meta SET value = '13' WHERE key = 'version';")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "16")
         #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_keep_acceptance' AND tgrelid = 'share_members'::regclass")[0].int64(0) == 1)
     }
 
@@ -744,7 +787,7 @@ extension PostgresSecurityTests {
             UPDATE meta SET value = '14' WHERE key = 'version';
             """)
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "15")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "16")
         #expect(try admin.query("""
             SELECT count(*) FROM pg_trigger WHERE tgname IN ('stratus_adopt_no_records', 'stratus_participant_tombstone') AND tgrelid = 'records'::regclass
             """)[0].int64(0) == 2)

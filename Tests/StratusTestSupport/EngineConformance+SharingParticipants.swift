@@ -14,6 +14,7 @@ extension EngineConformance {
         TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
         TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
         TestCase("a participant leaves a shared zone by deleting it from their shared database: every share of the zone they accepted marks them removed, the zone leaves their shared database, the owner's records and other participants stay; a zone they do not reach is zoneNotFound", participantLeavesZone),
+        TestCase("a participant's database subscription of the shared database fires, in the owner's write, for a save of a record they reach and a deletion in the zone, never for a record outside their hierarchy, a participant who did not accept, or one who left", sharedDatabaseSubscriptionFires),
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
         TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
         TestCase("a share restored without a URL token gets one, as a new share does, and is indexed: its participants open its URL and reach it once accepted", restoredShareWithoutToken),
@@ -376,6 +377,71 @@ extension EngineConformance {
 }
 
 extension EngineConformance {
+    private static func sharedDatabaseSubscriptionFires(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let lists = RecordZone.ID(zoneName: "Lists")
+        let bob = env.container(user: "bob")
+        let carol = env.container(user: "carol")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        // Carol is invited and has not accepted.
+        let invited = try #require(try await alice.record(for: share.recordID) as? Share)
+        invited.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: try await carol.userRecordID())))
+        _ = try await alice.save(invited)
+        for user in [bob, carol] {
+            let subscription = DatabaseSubscription(subscriptionID: "shared-changes")
+            subscription.notificationInfo = NotificationInfo()
+            _ = try await user.sharedCloudDatabase.save(subscription)
+        }
+        func told(_ user: Container, after token: ServerChangeToken?) async throws -> (notes: [String], token: ServerChangeToken) {
+            let batch = try await NotificationFeed(database: user.privateCloudDatabase).nextBatch(after: token, limit: 100)
+            let notes = batch.notifications.map { note in
+                (note as? DatabaseNotification).map { "database \($0.subscriptionID ?? "?") \($0.databaseScope.rawValue == 3 ? "shared" : "scope \($0.databaseScope.rawValue)")" } ?? "other \(note.notificationType)"
+            }
+            return (notes, batch.token)
+        }
+        var (_, bobsToken) = try await told(bob, after: nil)
+        let (_, carolsToken) = try await told(carol, after: nil)
+
+        // Alice changes a record of the shared hierarchy: Bob's shared database changed.
+        let bread = try await alice.record(for: Record.ID(recordName: "bread", zoneID: lists))
+        bread["title"] = "Rye bread"
+        _ = try await alice.save(bread)
+        var news = try await told(bob, after: bobsToken)
+        #expect(news.notes == ["database shared-changes shared"])
+        bobsToken = news.token
+
+        // A record outside the hierarchy: nothing. A new record joining it, and a deletion in the zone: told, once a write.
+        let diary = try await alice.record(for: Record.ID(recordName: "diary", zoneID: lists))
+        diary["title"] = "Still private"
+        _ = try await alice.save(diary)
+        #expect(try await told(bob, after: bobsToken).notes.isEmpty, "a change Bob does not reach tells him nothing")
+        let eggs = Record(recordType: "Item", recordID: Record.ID(recordName: "eggs", zoneID: lists))
+        eggs.setParent(Record.ID(recordName: "milk", zoneID: lists))
+        _ = try await alice.modifyRecords(saving: [eggs], deleting: [Record.ID(recordName: "diary", zoneID: lists)])
+        news = try await told(bob, after: bobsToken)
+        #expect(news.notes == ["database shared-changes shared"])
+        bobsToken = news.token
+
+        // Bob's own write through the shared database tells his subscription too, as a write in
+        // his private database tells his private subscriptions.
+        let milk = try await bob.sharedCloudDatabase.record(for: Record.ID(recordName: "milk", zoneID: zoneID))
+        milk["title"] = "Oat milk"
+        _ = try await bob.sharedCloudDatabase.save(milk)
+        news = try await told(bob, after: bobsToken)
+        #expect(news.notes == ["database shared-changes shared"])
+        bobsToken = news.token
+
+        #expect(try await told(carol, after: carolsToken).notes.isEmpty, "an invitee who did not accept is told nothing")
+
+        // Once Bob left, nothing more.
+        _ = try await bob.sharedCloudDatabase.deleteRecordZone(withID: zoneID)
+        let after = try await told(bob, after: bobsToken)
+        let root = try await alice.record(for: Record.ID(recordName: "groceries", zoneID: lists))
+        root["title"] = "Weekly groceries"
+        _ = try await alice.save(root)
+        #expect(try await told(bob, after: after.token).notes.isEmpty)
+    }
+
     private static func participantLeavesZone(_ env: Environment) async throws {
         let (alice, groceriesShare, zoneID) = try await sharedList(env, bob: .readOnly)
         let bob = env.container(user: "bob")

@@ -115,6 +115,11 @@ public protocol RecordWriteTransaction: AnyObject {
     /// transaction's database (the share was deleted).
     func removeShareFromIndex(_ shareRecordName: String, zoneName: String) throws
 
+    /// The accepted participants of the shares of the zone `zoneName` of the transaction's
+    /// database, as the share index holds them in this transaction: whose shared databases a
+    /// write of the zone changes (``ShareIndexAcceptance``).
+    func acceptedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance]
+
     /// Asset content that rows named before this transaction and no longer name (replaced or
     /// deleted records): what a collection checks once the transaction committed. Engines keep
     /// which rows name which content (``RecordRow/assetContentIdentifiers``) with every write.
@@ -128,6 +133,15 @@ public protocol RecordWriteTransaction: AnyObject {
 
     /// Every subscriber's subscriptions of the transaction's database, as this transaction sees them.
     func fetchSubscriptions() throws -> SubscriptionSet
+
+    /// The subscription version of `database`, another database of the transaction's
+    /// container: the shared database of a participant of a share of the transaction's
+    /// database, whose subscriptions the transaction's writes may fire. `nil` when the engine
+    /// keeps no subscriptions.
+    func subscriptionVersion(of database: DatabaseContext) throws -> Int64?
+
+    /// The subscriptions of `database` (see ``subscriptionVersion(of:)``), as this transaction sees them.
+    func fetchSubscriptions(of database: DatabaseContext) throws -> SubscriptionSet
 
     /// Deletes subscriptions of the transaction's database (`firesOnce` subscriptions that
     /// fired) and moves its subscription version. Answers the ones this transaction deleted:

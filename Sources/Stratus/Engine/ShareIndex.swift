@@ -79,7 +79,35 @@ public struct ShareIndexing: Hashable, Sendable {
     }
 }
 
+/// An accepted participant of a share, as the share index holds it: the share's zone and
+/// record name, its root (`nil` for a zone-wide share), and the participant's user record name.
+///
+/// ```swift
+/// for acceptance in try transaction.acceptedShareMembers(inZone: "Lists") {
+///     print(acceptance.member, acceptance.rootRecordName ?? "the whole zone")
+/// }
+/// ```
+@_spi(StratusEngine)
+public struct ShareIndexAcceptance: Hashable, Sendable {
+    public var zoneName: String
+    public var shareRecordName: String
+    /// The root of a record-level share; `nil` for a zone-wide share.
+    public var rootRecordName: String?
+    /// The participant's user record name.
+    public var member: String
+
+    public init(zoneName: String, shareRecordName: String, rootRecordName: String?, member: String) {
+        self.zoneName = zoneName
+        self.shareRecordName = shareRecordName
+        self.rootRecordName = rootRecordName
+        self.member = member
+    }
+}
+
 extension RecordWriteTransaction {
+    /// An engine without a share index has no participants to tell.
+    @_spi(StratusEngine) public func acceptedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance] { [] }
+
     /// An engine without a share index refuses to store a share's entry.
     @_spi(StratusEngine) public func indexShare(_ shareRecordName: String, zoneName: String, token: String, rootRecordName: String?, members: [ShareIndexMember]) throws {
         throw StratusError(.internalError, "this store's engine (\(type(of: self))) keeps no share index, so it cannot store shares")

@@ -223,6 +223,10 @@ extension RecordWriteTransaction {
 
     @_spi(StratusEngine) public func fetchSubscriptions() throws -> SubscriptionSet { SubscriptionSet(version: 0, subscriptions: []) }
 
+    @_spi(StratusEngine) public func subscriptionVersion(of database: DatabaseContext) throws -> Int64? { nil }
+
+    @_spi(StratusEngine) public func fetchSubscriptions(of database: DatabaseContext) throws -> SubscriptionSet { SubscriptionSet(version: 0, subscriptions: []) }
+
     @_spi(StratusEngine) public func deleteSubscriptions(_ keys: [SubscriptionKey]) throws -> Set<SubscriptionKey> { [] }
 
     @_spi(StratusEngine) public func appendNotifications(_ rows: [NotificationRow]) throws {

@@ -6,7 +6,8 @@ import Synchronization
 /// A write transaction that creates, updates or deletes records (of ``recordType`` only, when
 /// it is set) anywhere in the database records one ``DatabaseNotification``; fetch what
 /// changed with ``FetchDatabaseChangesOperation``. CloudKit allows database subscriptions in
-/// the private and shared databases only, and so does Stratus.
+/// the private and shared databases only, and so does Stratus. In the shared database it fires
+/// when the owners (or other participants) change what the subscriber's accepted shares reach.
 ///
 /// ```swift
 /// let subscription = DatabaseSubscription(subscriptionID: "private-changes")

@@ -209,10 +209,20 @@ enum SubscriptionIndexCache {
     ///
     /// - Throws: store errors; `badDatabase` for a damaged definition.
     static func index(for transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext) throws -> SubscriptionIndex? {
-        guard let version = try transaction.subscriptionVersion(), version > 0 else { return nil }
-        let key = try "\(engine.storeIdentifier)\u{1F}\(context.containerIdentifier)\u{1F}\(context.scope.rawValue)\u{1F}\(context.storageOwner)"
+        try index(engine: engine, context: context, version: transaction.subscriptionVersion(), subscriptions: transaction.fetchSubscriptions())
+    }
+
+    /// The index of `database`, another database of the transaction's container (a
+    /// participant's shared database), as the transaction sees its subscriptions.
+    static func index(of database: DatabaseContext, in transaction: any RecordWriteTransaction, engine: any StorageEngine) throws -> SubscriptionIndex? {
+        try index(engine: engine, context: database, version: transaction.subscriptionVersion(of: database), subscriptions: transaction.fetchSubscriptions(of: database))
+    }
+
+    private static func index(engine: any StorageEngine, context: DatabaseContext, version: Int64?, subscriptions: @autoclosure () throws -> SubscriptionSet) throws -> SubscriptionIndex? {
+        guard let version, version > 0 else { return nil }
+        let key = try "\(engine.storeIdentifier)\u{1F}\(context.storageContainer)\u{1F}\(context.scope.rawValue)\u{1F}\(context.storageOwner)"
         if let kept = entries.withLock({ $0[key] }), kept.version == version { return kept.isEmpty ? nil : kept }
-        let set = try transaction.fetchSubscriptions()
+        let set = try subscriptions()
         let index = try SubscriptionIndex(set, context: context)
         entries.withLock { entries in
             if entries.count >= capacity { entries.removeAll() }

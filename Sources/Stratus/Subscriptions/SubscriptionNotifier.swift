@@ -120,6 +120,13 @@ struct SubscriptionNotifier {
         }
     }
 
+    /// A change of a zone another user shares with the subscriber (``SharedDatabaseNotifier``),
+    /// of a record of `recordType` (`nil`: a deletion, whose type is not read): what their
+    /// shared database's subscriptions, database subscriptions all, are told of.
+    mutating func changedSharedZone(_ zoneID: RecordZone.ID, recordType: String?) {
+        noteChange(in: zoneID, recordType: recordType)
+    }
+
     /// A zone deleted, with every record in it.
     mutating func deletedZone(_ zoneID: RecordZone.ID) {
         let zoneID = context.canonical(zoneID)

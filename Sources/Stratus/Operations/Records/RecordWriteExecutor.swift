@@ -195,6 +195,9 @@ enum RecordWriteExecutor {
         }
         // The notifications commit with the writes that fired them, or not at all.
         try writer.notifier?.finish(in: transaction)
+        if request.simulation == nil {
+            try SharedDatabaseNotifier.notify(request, outcome, in: transaction, engine: engine, context: context)
+        }
         return outcome
     }
 

@@ -1,0 +1,111 @@
+import Foundation
+
+/// Tells the participants of an owner's shares that their shared database changed: a write in
+/// the owner's zones fires, in the write's transaction, the database subscriptions that the
+/// accepted participants of the zone's shares keep in their shared databases, as CloudKit's
+/// `CKDatabaseSubscription` of the shared database fires when the owner (or another
+/// participant) changes shared records.
+///
+/// A participant of a zone-wide share is told of every change of the zone; one of record
+/// shares, of the saves of records in the hierarchies they reach (the root, the records whose
+/// `parent` chain leads to it, and their share) and of every deletion in the zone, which zone
+/// changes hand them too. Only database subscriptions are fired: the shared database has no
+/// query or zone subscriptions, as in CloudKit.
+///
+/// ```swift
+/// try SharedDatabaseNotifier.notify(request, outcome, in: transaction, engine: engine, context: context)
+/// ```
+enum SharedDatabaseNotifier {
+    /// The changes of one zone a request made.
+    private struct ZoneChanges {
+        var saved: [(name: String, recordType: String, parent: String?)] = []
+        var deleted = false
+    }
+
+    /// Fires the participants' subscriptions for what `outcome` says `request` wrote in the
+    /// private database of `context` (an owner's, or a participant's write reaching it).
+    ///
+    /// - Throws: store errors, which roll the transaction back.
+    static func notify(_ request: ModifyRequest, _ outcome: ModifyOutcome, in transaction: any RecordWriteTransaction,
+                       engine: any StorageEngine, context: DatabaseContext) throws {
+        guard context.storageScope == .private else { return }
+        var zones: [String: ZoneChanges] = [:]
+        for (save, result) in zip(request.saves, outcome.saveResults) {
+            guard case .success(let (_, kind)) = result, kind != .unchanged, let zoneName = sharedZoneName(save.recordID.zoneID, context) else { continue }
+            zones[zoneName, default: ZoneChanges()].saved.append((save.recordID.recordName, save.record.recordType, save.parent?.recordID.recordName))
+        }
+        let deleted = zip(request.recordIDsToDelete, outcome.deleteResults).compactMap { id, result in (try? result.get()) == true ? id : nil } + outcome.cascadeDeletedIDs
+        for id in deleted {
+            guard let zoneName = sharedZoneName(id.zoneID, context) else { continue }
+            zones[zoneName, default: ZoneChanges()].deleted = true
+        }
+        guard !zones.isEmpty else { return }
+
+        var acceptances: [ShareIndexAcceptance] = []
+        for zoneName in zones.keys.sorted() { acceptances += try transaction.acceptedShareMembers(inZone: zoneName) }
+        guard !acceptances.isEmpty else { return }
+        var roots = HierarchyRoots(transaction: transaction, owner: context)
+        for (member, theirs) in Dictionary(grouping: acceptances, by: \.member).sorted(by: { $0.key < $1.key }) {
+            let shared = DatabaseContext(containerIdentifier: context.containerIdentifier, environment: context.environment, scope: .shared,
+                                         userName: nil, userRecordName: member)
+            guard let index = try SubscriptionIndexCache.index(of: shared, in: transaction, engine: engine), !index.changeEntries.isEmpty else { continue }
+            var notifier = SubscriptionNotifier(index: index, context: shared, transaction: transaction)
+            for (zoneName, changes) in zones.sorted(by: { $0.key < $1.key }) {
+                let shares = theirs.filter { $0.zoneName == zoneName }
+                guard !shares.isEmpty else { continue }
+                // The owner's name: as the participant names the zone, and as the transaction
+                // finds it (a participant's write reaches the owner's rows by it too).
+                let zoneID = RecordZone.ID(zoneName: zoneName, ownerName: context.storageOwner)
+                let wholeZone = shares.contains { $0.rootRecordName == nil }
+                let reached = Set(shares.compactMap(\.rootRecordName))
+                let shareNames = Set(shares.map(\.shareRecordName))
+                if changes.deleted { notifier.changedSharedZone(zoneID, recordType: nil) }
+                for save in changes.saved {
+                    let visible = try wholeZone || shareNames.contains(save.name)
+                        || roots.reaches(save.name, parent: save.parent, anyOf: reached, zoneID: zoneID)
+                    if visible { notifier.changedSharedZone(zoneID, recordType: save.recordType) }
+                }
+            }
+            try notifier.finish(in: transaction)
+        }
+    }
+
+    /// The name of the zone `zoneID` when it is one of the owner's custom zones, which alone
+    /// hold shares; `nil` otherwise.
+    private static func sharedZoneName(_ zoneID: RecordZone.ID, _ context: DatabaseContext) -> String? {
+        guard !zoneID.isDefault, context.storedZoneOwner(zoneID).isEmpty else { return nil }
+        return zoneID.zoneName
+    }
+
+    /// Follows `parent` chains in the transaction's view of the owner's zone, remembering what it read.
+    private struct HierarchyRoots {
+        let transaction: any RecordWriteTransaction
+        let owner: DatabaseContext
+        private var parents: [String: String?] = [:]
+
+        init(transaction: any RecordWriteTransaction, owner: DatabaseContext) {
+            self.transaction = transaction
+            self.owner = owner
+        }
+
+        /// Whether the record `name` with `parent` is one of `roots` or below one.
+        mutating func reaches(_ name: String, parent: String?, anyOf roots: Set<String>, zoneID: RecordZone.ID) throws -> Bool {
+            guard !roots.isEmpty else { return false }
+            var current = name
+            var next = parent
+            var seen: Set<String> = []
+            while seen.count < SharedDatabaseAccess.maximumDepth, seen.insert(current).inserted {
+                if roots.contains(current) { return true }
+                guard let parentName = next else { return false }
+                current = parentName
+                if let known = parents[parentName] {
+                    next = known
+                } else {
+                    next = try transaction.storedRecord(Record.ID(recordName: parentName, zoneID: zoneID))?.parent?.recordID.recordName
+                    parents[parentName] = .some(next)
+                }
+            }
+            return false
+        }
+    }
+}
