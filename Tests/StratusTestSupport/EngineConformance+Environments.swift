@@ -20,6 +20,7 @@ extension EngineConformance.Environment {
 extension EngineConformance {
     static let environmentCases: [TestCase] = [
         TestCase("environments: development and production keep separate records, zones and schemas", environmentsKeepSeparateData),
+        TestCase("environments: a write fires its own environment's subscriptions only, also when both environments' subscriptions are at the same version", environmentsFireTheirOwnSubscriptions),
         TestCase("environments: development creates record types and fields on first save, without indexes, in the records' transaction", developmentGrowsSchema),
         TestCase("environments: a value of the wrong type fails alone with invalidArguments naming the field, the declared and the given type", wrongTypeFailsItem),
         TestCase("environments: a NUMBER field takes INT64 and DOUBLE; an ENCRYPTED field refuses plain values and the other way round", numberAndEncryptedFields),
@@ -49,6 +50,26 @@ extension EngineConformance {
         item.addField("category", type: .string, indexes: [.queryable])
         item.addField("recordName", type: .string, indexes: [.queryable])
         return item
+    }
+
+    static func environmentsFireTheirOwnSubscriptions(_ env: Environment) async throws {
+        let development = env.container(in: .development)
+        let production = env.container(in: .production)
+        for (container, id) in [(development, "development-changes"), (production, "production-changes")] {
+            let subscription = DatabaseSubscription(subscriptionID: id)
+            subscription.notificationInfo = NotificationInfo()
+            _ = try await container.privateCloudDatabase.save(subscription)
+        }
+        func fired(_ container: Container) async throws -> [String] {
+            try await NotificationFeed(database: container.privateCloudDatabase).nextBatch(after: nil, limit: 100).notifications.map { $0.subscriptionID ?? "?" }
+        }
+        try await development.saveSchema(itemSchema())
+        try await development.deploySchema()
+        // Development's write first, then production's: each fires its own.
+        try await TestDatabase.save([makeRecord("Item", "first", ["title": .string("a")])], in: development.privateCloudDatabase)
+        try await TestDatabase.save([makeRecord("Item", "second", ["title": .string("b")])], in: production.privateCloudDatabase)
+        #expect(try await fired(development) == ["development-changes"])
+        #expect(try await fired(production) == ["production-changes"])
     }
 
     static func environmentsKeepSeparateData(_ env: Environment) async throws {
