@@ -80,19 +80,22 @@ extension PostgresEngine {
                 for table in ["refs", "record_tokens", "asset_refs", "records", "tombstones", "zones"] {
                     try connection.execute("DELETE FROM \(table) WHERE zone_id = $1", [.int64(zone.row)])
                 }
-                // The zone's shares went with its records: a zone made again under the name
-                // shares nothing (row-level security reads these rows).
-                if database.storageScope == .private, Self.zoneOwner(zoneID, database).isEmpty {
-                    for table in ["share_index", "share_members"] {
-                        try connection.execute("DELETE FROM \(table) WHERE container = $1 AND owner = $2 AND zone_name = $3",
-                                               [.text(database.storageContainer), .text(database.storageOwner), .text(zoneID.zoneName)])
-                    }
-                }
                 deletedZones.append(zoneID)
                 deletedRows.insert(zone.row)
                 outcome.deleteResults[zoneID] = .success(())
             }
             try notify(outcome, PostgresWriteTransaction(engine: self, connection: connection, context: database, now: Date(), copiesNewRecords: false))
+            // The zones' shares went with their records: a zone made again under the name
+            // shares nothing (row-level security reads these rows). After `notify`, which tells
+            // their participants.
+            if database.storageScope == .private {
+                for zoneID in deletedZones where Self.zoneOwner(zoneID, database).isEmpty {
+                    for table in ["share_index", "share_members"] {
+                        try connection.execute("DELETE FROM \(table) WHERE container = $1 AND owner = $2 AND zone_name = $3",
+                                               [.text(database.storageContainer), .text(database.storageOwner), .text(zoneID.zoneName)])
+                    }
+                }
+            }
             // A zone the request created and deleted again is noted by its deletion only.
             for row in createdZoneRows where !deletedRows.contains(row) { try noteDatabaseChange(zoneRow: row, database, on: connection) }
             for zoneID in deletedZones {

@@ -58,6 +58,17 @@ extension SQLiteEngine {
                 outcome.deleteResults[zoneID] = try deleteZone(zoneID, database, on: connection)
             }
             try notify(outcome, SQLiteWriteTransaction(engine: self, connection: connection, context: database, now: Date()))
+            // The zones' shares went with their records: a zone made again under the name shares nothing.
+            if database.storageScope == .private {
+                for zoneID in zoneIDs where Self.zoneOwner(zoneID, database).isEmpty {
+                    guard case .success = outcome.deleteResults[zoneID] else { continue }
+                    for table in ["share_index", "share_members"] {
+                        let delete = try connection.statement("DELETE FROM \(table) WHERE container = ? AND owner = ? AND zone_name = ?")
+                        try delete.bind([.text(database.storageContainer), .text(database.storageOwner), .text(zoneID.zoneName)])
+                        try delete.step()
+                    }
+                }
+            }
             return outcome
         }
         compactIfDue()
@@ -84,14 +95,6 @@ extension SQLiteEngine {
             let delete = try connection.statement("DELETE FROM \(table) WHERE zone_id = ?")
             try delete.bind([.integer(zone.row)])
             try delete.step()
-        }
-        // The zone's shares went with its records: a zone made again under the name shares nothing.
-        if database.storageScope == .private, Self.zoneOwner(zoneID, database).isEmpty {
-            for table in ["share_index", "share_members"] {
-                let delete = try connection.statement("DELETE FROM \(table) WHERE container = ? AND owner = ? AND zone_name = ?")
-                try delete.bind([.text(database.storageContainer), .text(database.storageOwner), .text(zoneID.zoneName)])
-                try delete.step()
-            }
         }
         let sequence = try noteDatabaseChange(zoneRow: nil, database, on: connection)
         let tombstone = try connection.statement("""

@@ -14,7 +14,7 @@ extension EngineConformance {
         TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
         TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
         TestCase("a participant leaves a shared zone by deleting it from their shared database: every share of the zone they accepted marks them removed, the zone leaves their shared database, the owner's records and other participants stay; a zone they do not reach is zoneNotFound", participantLeavesZone),
-        TestCase("a participant's database subscription of the shared database fires, in the owner's write, for a save of a record they reach and a deletion in the zone, never for a record outside their hierarchy, a participant who did not accept, or one who left", sharedDatabaseSubscriptionFires),
+        TestCase("a participant's database subscription of the shared database fires, in the owner's write, for a save of a record they reach and a deletion in the zone, never for a record outside their hierarchy or a participant who did not accept; a participant the owner removes, and those of a zone the owner deletes, are told they lost it", sharedDatabaseSubscriptionFires),
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
         TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
         TestCase("a share restored without a URL token gets one, as a new share does, and is indexed: its participants open its URL and reach it once accepted", restoredShareWithoutToken),
@@ -433,13 +433,25 @@ extension EngineConformance {
 
         #expect(try await told(carol, after: carolsToken).notes.isEmpty, "an invitee who did not accept is told nothing")
 
-        // Once Bob left, nothing more.
-        _ = try await bob.sharedCloudDatabase.deleteRecordZone(withID: zoneID)
-        let after = try await told(bob, after: bobsToken)
+        // Alice removes Bob: he is told his shared database changed (the zone left it), then nothing more.
+        let current = try #require(try await alice.record(for: share.recordID) as? Share)
+        let bobName = try await bob.userRecordID().recordName
+        current.removeParticipant(try #require(current.participants.first { $0.userIdentity.userRecordID?.recordName == bobName }))
+        _ = try await alice.save(current)
+        news = try await told(bob, after: bobsToken)
+        #expect(news.notes == ["database shared-changes shared"])
+        #expect(try await bob.sharedCloudDatabase.allRecordZones().isEmpty)
         let root = try await alice.record(for: Record.ID(recordName: "groceries", zoneID: lists))
         root["title"] = "Weekly groceries"
         _ = try await alice.save(root)
-        #expect(try await told(bob, after: after.token).notes.isEmpty)
+        #expect(try await told(bob, after: news.token).notes.isEmpty)
+
+        // Carol accepts, then Alice deletes the zone: Carol is told.
+        try await carol.accept(try await carol.shareMetadata(for: try #require(share.url)))
+        let carolsNow = try await told(carol, after: carolsToken)
+        _ = try await alice.deleteRecordZone(withID: lists)
+        #expect(try await told(carol, after: carolsNow.token).notes == ["database shared-changes shared"])
+        #expect(try await carol.sharedCloudDatabase.allRecordZones().isEmpty)
     }
 
     private static func participantLeavesZone(_ env: Environment) async throws {

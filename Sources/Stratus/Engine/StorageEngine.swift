@@ -178,7 +178,9 @@ public protocol StorageEngine: AnyObject, Sendable {
     /// the caller; item failures (a missing zone, the default zone) come back per item.
     /// `notify` runs last in the transaction with its outcome and the transaction as a
     /// ``RecordWriteTransaction`` (for its subscription and notification calls): the
-    /// notifications it appends commit with the zones' changes, or not at all.
+    /// notifications it appends commit with the zones' changes, or not at all. The share index
+    /// entries of deleted zones are still there when it runs (it tells their participants),
+    /// and are removed after it.
     @_spi(StratusEngine) func modifyZones(
         saving zones: [RecordZone], deleting zoneIDs: [RecordZone.ID], in database: DatabaseContext,
         notify: (_ outcome: ZoneModifyOutcome, _ transaction: any RecordWriteTransaction) throws -> Void

@@ -22,11 +22,42 @@ enum SharedDatabaseNotifier {
         var deleted = false
     }
 
+    /// The accepted participants of the zones whose shares `request` may change or delete (it
+    /// saves a share, or deletes records, which may be a share or a share's root), read before
+    /// it writes: a participant the write removes is told too (``notify(_:_:formerMembers:in:engine:context:)``).
+    static func membersBefore(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, context: DatabaseContext) throws -> [ShareIndexAcceptance] {
+        guard context.storageScope == .private else { return [] }
+        var zoneNames = Set<String>()
+        for save in request.saves where save.record.recordType == Record.SystemType.share {
+            if let zoneName = sharedZoneName(save.recordID.zoneID, context) { zoneNames.insert(zoneName) }
+        }
+        for id in request.recordIDsToDelete {
+            if let zoneName = sharedZoneName(id.zoneID, context) { zoneNames.insert(zoneName) }
+        }
+        return try zoneNames.sorted().flatMap { try transaction.acceptedShareMembers(inZone: $0) }
+    }
+
+    /// Tells the accepted participants of the shares of deleted zones of the owner's (`context`)
+    /// that their shared database lost them. Called in the deletion's transaction, which keeps
+    /// the share index rows (an entry left by a deleted zone reaches nothing).
+    static func notifyZonesDeleted(_ zoneIDs: [RecordZone.ID], in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext) throws {
+        guard context.storageScope == .private else { return }
+        let zoneNames = Set(zoneIDs.compactMap { sharedZoneName($0, context) })
+        let acceptances = try zoneNames.sorted().flatMap { try transaction.acceptedShareMembers(inZone: $0) }
+        try tell(Dictionary(grouping: acceptances, by: \.member), in: transaction, engine: engine, context: context) { notifier, member, theirs in
+            for zoneName in Set(theirs.map(\.zoneName)).sorted() {
+                notifier.changedSharedZone(RecordZone.ID(zoneName: zoneName, ownerName: context.storageOwner), recordType: nil)
+            }
+        }
+    }
+
     /// Fires the participants' subscriptions for what `outcome` says `request` wrote in the
     /// private database of `context` (an owner's, or a participant's write reaching it).
+    /// `formerMembers`: ``membersBefore(_:in:context:)``, whose participants the write removed
+    /// (or whose share it deleted) are told of the zone they lost.
     ///
     /// - Throws: store errors, which roll the transaction back.
-    static func notify(_ request: ModifyRequest, _ outcome: ModifyOutcome, in transaction: any RecordWriteTransaction,
+    static func notify(_ request: ModifyRequest, _ outcome: ModifyOutcome, formerMembers: [ShareIndexAcceptance] = [], in transaction: any RecordWriteTransaction,
                        engine: any StorageEngine, context: DatabaseContext) throws {
         guard context.storageScope == .private else { return }
         var zones: [String: ZoneChanges] = [:]
@@ -43,29 +74,41 @@ enum SharedDatabaseNotifier {
 
         var acceptances: [ShareIndexAcceptance] = []
         for zoneName in zones.keys.sorted() { acceptances += try transaction.acceptedShareMembers(inZone: zoneName) }
-        guard !acceptances.isEmpty else { return }
+        let lost = Set(formerMembers).subtracting(acceptances)
+        guard !acceptances.isEmpty || !lost.isEmpty else { return }
         var roots = HierarchyRoots(transaction: transaction, owner: context)
-        for (member, theirs) in Dictionary(grouping: acceptances, by: \.member).sorted(by: { $0.key < $1.key }) {
-            let shared = DatabaseContext(containerIdentifier: context.containerIdentifier, environment: context.environment, scope: .shared,
-                                         userName: nil, userRecordName: member)
-            guard let index = try SubscriptionIndexCache.index(of: shared, in: transaction, engine: engine), !index.changeEntries.isEmpty else { continue }
-            var notifier = SubscriptionNotifier(index: index, context: shared, transaction: transaction)
+        try tell(Dictionary(grouping: acceptances + lost, by: \.member), in: transaction, engine: engine, context: context) { notifier, member, theirs in
             for (zoneName, changes) in zones.sorted(by: { $0.key < $1.key }) {
                 let shares = theirs.filter { $0.zoneName == zoneName }
                 guard !shares.isEmpty else { continue }
                 // The owner's name: as the participant names the zone, and as the transaction
                 // finds it (a participant's write reaches the owner's rows by it too).
                 let zoneID = RecordZone.ID(zoneName: zoneName, ownerName: context.storageOwner)
+                if changes.deleted || shares.contains(where: lost.contains) {
+                    notifier.changedSharedZone(zoneID, recordType: nil)
+                }
                 let wholeZone = shares.contains { $0.rootRecordName == nil }
                 let reached = Set(shares.compactMap(\.rootRecordName))
                 let shareNames = Set(shares.map(\.shareRecordName))
-                if changes.deleted { notifier.changedSharedZone(zoneID, recordType: nil) }
                 for save in changes.saved {
                     let visible = try wholeZone || shareNames.contains(save.name)
                         || roots.reaches(save.name, parent: save.parent, anyOf: reached, zoneID: zoneID)
                     if visible { notifier.changedSharedZone(zoneID, recordType: save.recordType) }
                 }
             }
+        }
+    }
+
+    /// Runs `note` for each participant (by user record name, with their acceptances) who keeps
+    /// database subscriptions in their shared database, then records what it noted.
+    private static func tell(_ members: [String: [ShareIndexAcceptance]], in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext,
+                             _ note: (inout SubscriptionNotifier, String, [ShareIndexAcceptance]) throws -> Void) throws {
+        for (member, theirs) in members.sorted(by: { $0.key < $1.key }) {
+            let shared = DatabaseContext(containerIdentifier: context.containerIdentifier, environment: context.environment, scope: .shared,
+                                         userName: nil, userRecordName: member)
+            guard let index = try SubscriptionIndexCache.index(of: shared, in: transaction, engine: engine), !index.changeEntries.isEmpty else { continue }
+            var notifier = SubscriptionNotifier(index: index, context: shared, transaction: transaction)
+            try note(&notifier, member, theirs)
             try notifier.finish(in: transaction)
         }
     }

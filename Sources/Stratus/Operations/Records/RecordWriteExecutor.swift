@@ -179,6 +179,7 @@ enum RecordWriteExecutor {
     /// `saved`: records the transaction saved before (``Writer/saved``).
     private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext,
                             subscriptions: SubscriptionIndex?? = nil, saved: Set<Record.ID> = []) throws -> ModifyOutcome {
+        let formerMembers = request.simulation == nil ? try SharedDatabaseNotifier.membersBefore(request, in: transaction, context: context) : []
         var writer = Writer(transaction: transaction, request: request, context: context)
         writer.saved = saved
         // Subscriptions that writes of this database may fire, as this transaction sees them.
@@ -196,7 +197,7 @@ enum RecordWriteExecutor {
         // The notifications commit with the writes that fired them, or not at all.
         try writer.notifier?.finish(in: transaction)
         if request.simulation == nil {
-            try SharedDatabaseNotifier.notify(request, outcome, in: transaction, engine: engine, context: context)
+            try SharedDatabaseNotifier.notify(request, outcome, formerMembers: formerMembers, in: transaction, engine: engine, context: context)
         }
         return outcome
     }

@@ -118,7 +118,10 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
                     // A zone's deletion deletes its records: it fires the zone's and the
                     // database's subscriptions, in the deletion's transaction.
                     let deleted = outcome.deleteResults.compactMap { if case .success = $0.value { $0.key } else { nil } }
-                    guard !deleted.isEmpty, let index = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context) else { return }
+                    guard !deleted.isEmpty else { return }
+                    // The participants of the zones' shares lose them from their shared databases.
+                    try SharedDatabaseNotifier.notifyZonesDeleted(deleted, in: transaction, engine: engine, context: context)
+                    guard let index = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context) else { return }
                     var notifier = SubscriptionNotifier(index: index, context: context, transaction: transaction)
                     for zoneID in deleted { notifier.deletedZone(zoneID) }
                     try notifier.finish(in: transaction)
