@@ -38,13 +38,13 @@ enum SharedDatabaseNotifier {
     }
 
     /// Tells the accepted participants of the shares of deleted zones of the owner's (`context`)
-    /// that their shared database lost them. Called in the deletion's transaction, which keeps
-    /// the share index rows (an entry left by a deleted zone reaches nothing).
+    /// that their shared database lost them. Called in the deletion's transaction, where the
+    /// zones' share index entries are still there (engines remove them after it).
     static func notifyZonesDeleted(_ zoneIDs: [RecordZone.ID], in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext) throws {
         guard context.storageScope == .private else { return }
         let zoneNames = Set(zoneIDs.compactMap { sharedZoneName($0, context) })
         let acceptances = try zoneNames.sorted().flatMap { try transaction.acceptedShareMembers(inZone: $0) }
-        try tell(Dictionary(grouping: acceptances, by: \.member), in: transaction, engine: engine, context: context) { notifier, member, theirs in
+        try tell(Dictionary(grouping: acceptances, by: \.member), in: transaction, engine: engine, context: context) { notifier, theirs in
             for zoneName in Set(theirs.map(\.zoneName)).sorted() {
                 notifier.changedSharedZone(RecordZone.ID(zoneName: zoneName, ownerName: context.storageOwner), recordType: nil)
             }
@@ -77,7 +77,7 @@ enum SharedDatabaseNotifier {
         let lost = Set(formerMembers).subtracting(acceptances)
         guard !acceptances.isEmpty || !lost.isEmpty else { return }
         var roots = HierarchyRoots(transaction: transaction, owner: context)
-        try tell(Dictionary(grouping: acceptances + lost, by: \.member), in: transaction, engine: engine, context: context) { notifier, member, theirs in
+        try tell(Dictionary(grouping: acceptances + lost, by: \.member), in: transaction, engine: engine, context: context) { notifier, theirs in
             for (zoneName, changes) in zones.sorted(by: { $0.key < $1.key }) {
                 let shares = theirs.filter { $0.zoneName == zoneName }
                 guard !shares.isEmpty else { continue }
@@ -99,16 +99,16 @@ enum SharedDatabaseNotifier {
         }
     }
 
-    /// Runs `note` for each participant (by user record name, with their acceptances) who keeps
+    /// Runs `note` with the acceptances of each participant (by user record name) who keeps
     /// database subscriptions in their shared database, then records what it noted.
     private static func tell(_ members: [String: [ShareIndexAcceptance]], in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext,
-                             _ note: (inout SubscriptionNotifier, String, [ShareIndexAcceptance]) throws -> Void) throws {
+                             _ note: (inout SubscriptionNotifier, [ShareIndexAcceptance]) throws -> Void) throws {
         for (member, theirs) in members.sorted(by: { $0.key < $1.key }) {
             let shared = DatabaseContext(containerIdentifier: context.containerIdentifier, environment: context.environment, scope: .shared,
                                          userName: nil, userRecordName: member)
             guard let index = try SubscriptionIndexCache.index(of: shared, in: transaction, engine: engine), !index.changeEntries.isEmpty else { continue }
             var notifier = SubscriptionNotifier(index: index, context: shared, transaction: transaction)
-            try note(&notifier, member, theirs)
+            try note(&notifier, theirs)
             try notifier.finish(in: transaction)
         }
     }
