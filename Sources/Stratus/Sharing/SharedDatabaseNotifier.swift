@@ -60,22 +60,38 @@ enum SharedDatabaseNotifier {
     static func notify(_ request: ModifyRequest, _ outcome: ModifyOutcome, formerMembers: [ShareIndexAcceptance] = [], in transaction: any RecordWriteTransaction,
                        engine: any StorageEngine, context: DatabaseContext) throws {
         guard context.storageScope == .private else { return }
-        var zones: [String: ZoneChanges] = [:]
+        // The zones first (a request nearly always writes one), and their participants: a
+        // write of a zone nobody shares, most writes, goes no further.
+        var written = Set<String>()
+        var lastZone: RecordZone.ID?
+        func note(_ zoneID: RecordZone.ID) {
+            // By identity: the items of a request share their zone's ID, and comparing by value
+            // costs an import a per-record string comparison.
+            if let lastZone, lastZone === zoneID { return }
+            lastZone = zoneID
+            if let zoneName = sharedZoneName(zoneID, context) { written.insert(zoneName) }
+        }
         for (save, result) in zip(request.saves, outcome.saveResults) {
-            guard case .success(let (_, kind)) = result, kind != .unchanged, let zoneName = sharedZoneName(save.recordID.zoneID, context) else { continue }
-            zones[zoneName, default: ZoneChanges()].saved.append((save.recordID.recordName, save.record.recordType, save.parent?.recordID.recordName))
+            if case .success(let (_, kind)) = result, kind != .unchanged { note(save.recordID.zoneID) }
         }
         let deleted = zip(request.recordIDsToDelete, outcome.deleteResults).compactMap { id, result in (try? result.get()) == true ? id : nil } + outcome.cascadeDeletedIDs
-        for id in deleted {
-            guard let zoneName = sharedZoneName(id.zoneID, context) else { continue }
-            zones[zoneName, default: ZoneChanges()].deleted = true
-        }
-        guard !zones.isEmpty else { return }
-
+        for id in deleted { note(id.zoneID) }
+        guard !written.isEmpty else { return }
         var acceptances: [ShareIndexAcceptance] = []
-        for zoneName in zones.keys.sorted() { acceptances += try transaction.acceptedShareMembers(inZone: zoneName) }
+        for zoneName in written.sorted() { acceptances += try transaction.acceptedShareMembers(inZone: zoneName) }
         let lost = Set(formerMembers).subtracting(acceptances)
         guard !acceptances.isEmpty || !lost.isEmpty else { return }
+
+        var zones: [String: ZoneChanges] = [:]
+        let told = Set((acceptances + lost).map(\.zoneName))
+        for (save, result) in zip(request.saves, outcome.saveResults) {
+            guard case .success(let (_, kind)) = result, kind != .unchanged, let zoneName = sharedZoneName(save.recordID.zoneID, context), told.contains(zoneName) else { continue }
+            zones[zoneName, default: ZoneChanges()].saved.append((save.recordID.recordName, save.record.recordType, save.parent?.recordID.recordName))
+        }
+        for id in deleted {
+            guard let zoneName = sharedZoneName(id.zoneID, context), told.contains(zoneName) else { continue }
+            zones[zoneName, default: ZoneChanges()].deleted = true
+        }
         var roots = HierarchyRoots(transaction: transaction, owner: context)
         try tell(Dictionary(grouping: acceptances + lost, by: \.member), in: transaction, engine: engine, context: context) { notifier, theirs in
             for (zoneName, changes) in zones.sorted(by: { $0.key < $1.key }) {
