@@ -465,6 +465,21 @@ enum PostgresRowSecurity {
             "(\(row).zone_id, \(row).\(name)) IN (SELECT x.zone_id, x.record_name FROM \(schema).shared_records_reached x\(writable ? " WHERE x.read_write" : ""))"
         }
 
+        /// A participant's read of a row of `row` (a table keyed by zone) that belongs to the
+        /// record in its column `name`: in a zone shared as a whole, or in a shared hierarchy.
+        func sharedRowReadable(_ row: String, name: String) -> String {
+            "(\(inSharedZone(row, writable: false)) OR \(inSharedHierarchy(row, name: name, writable: false)))"
+        }
+
+        /// Asset content (`asset_contents` or `asset_chunks` row `row`) that a record the role
+        /// reaches as a participant names: what a participant's read of it hands out.
+        func namedBySharedRecord(_ row: String) -> String {
+            """
+            EXISTS (SELECT 1 FROM \(schema).asset_refs a WHERE a.owner = \(row).owner AND a.content_id = \(row).content_id
+                AND \(sharedRowReadable("a", name: "record_name")))
+            """
+        }
+
         /// A participant's read of `records` row `row`: in a zone shared as a whole, or in a
         /// shared hierarchy.
         func sharedRecordReadable(_ row: String) -> String {
@@ -603,7 +618,10 @@ enum PostgresRowSecurity {
             case "refs", "record_tokens", "asset_refs":
                 let column = table == "refs" ? "source_name" : "record_name"
                 let write = "(\(ownedOr(table, public: forRecordIWrote(table, column)))) AND \(inItsZone(table))"
-                return Rule(read: read, insert: write, update: write, delete: ownedOr(table, public: forRecordGoneOrMine(table, column)))
+                // A participant reads those of the records it reaches: the words its queries
+                // match, the references, the assets its reads hand out.
+                return Rule(read: "(\(read) OR \(sharedRowReadable(table, name: column)))", insert: write, update: write,
+                            delete: ownedOr(table, public: forRecordGoneOrMine(table, column)))
             case "tombstones":
                 // A tombstone in the public database names a record that is gone; compaction removes old ones.
                 // A participant reads a shared zone's, as the shared database hands them out.
@@ -635,12 +653,12 @@ enum PostgresRowSecurity {
                     """
                 // Writers lock public content they are about to name (FOR SHARE, which checks the
                 // update policy); the trigger lets no member change it.
-                return Rule(read: read, insert: read, update: read, delete: ownedOr(table, public: unreferenced), counters: [])
+                return Rule(read: "(\(read) OR \(namedBySharedRecord(table)))", insert: read, update: read, delete: ownedOr(table, public: unreferenced), counters: [])
             case "asset_chunks":
                 let orphaned = "NOT EXISTS (SELECT 1 FROM \(schema).asset_contents c WHERE c.owner = asset_chunks.owner AND c.content_id = asset_chunks.content_id)"
                 // Chunks go in before their content's row, in the writer's transaction: a chunk
                 // added to content already stored would change the bytes every reader gets.
-                return Rule(read: read, insert: "(\(read)) AND \(orphaned)", update: own, delete: ownedOr(table, public: orphaned))
+                return Rule(read: "(\(read) OR \(namedBySharedRecord(table)))", insert: "(\(read)) AND \(orphaned)", update: own, delete: ownedOr(table, public: orphaned))
             default:
                 // asset_holds: a writer's claim on content; collection removes those of writers that are gone.
                 return Rule(read: read, insert: read, update: read, delete: read)

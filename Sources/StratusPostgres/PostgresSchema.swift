@@ -75,7 +75,8 @@ import Foundation
 ///
 /// Version 16 changes no table: its row-level security lets a member's role read the shared
 /// database subscriptions of the accepted participants of its shares, which its writes fire
-/// (``SharedDatabaseNotifier``); the upgrade applies it.
+/// (``SharedDatabaseNotifier``), and an accepted participant's role read the words,
+/// references and asset content of the records it reaches; the upgrade applies it.
 enum PostgresSchema {
     static let version = 16
     /// The version whose `ix_` indexes hold declared values only.

@@ -642,6 +642,62 @@ extension PostgresSecurityTests {
         #expect(try store.raw(store.alice).query("SELECT count(*) FROM subscription_state WHERE db = \(shared)")[0].int64(0) == 1)
     }
 
+    @Test("an accepted participant's role reads the shared records' asset content and finds them by their words, through Stratus and with raw SQL; a role the share does not name reads neither")
+    func participantsReadSharedAssetsAndWords() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let files = try TemporaryStore(prefix: "stratus-rls-shared-assets")
+        defer { files.remove() }
+        // Titles searchable: their words go into the word index.
+        let administered = Container(identifier: store.identifier, engine: store.owner, userName: store.alice)
+        for type in ["List", "Item"] {
+            var schema = RecordTypeSchema(recordType: type)
+            schema.addField("title", type: .string, indexes: [.searchable])
+            schema.addField("image", type: .asset)
+            try await administered.saveSchema(schema)
+        }
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).privateCloudDatabase
+        let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
+        let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+        let photo = makeRecord("Item", "photo", zoneID: lists, ["title": .string("Fresh strawberries")])
+        photo.setParent(root)
+        let bytes = Data((0..<300_000).map { UInt8($0 % 251) })
+        photo["image"] = Asset(fileURL: try files.writeFile("photo.bin", bytes))
+        let diary = makeRecord("Item", "diary", zoneID: lists, ["title": .string("Secret strawberries")])
+        diary["image"] = Asset(fileURL: try files.writeFile("diary.bin", Data(repeating: 9, count: 5_000)))
+        try await TestDatabase.save([root, photo, diary], in: alice)
+        let storedRoot = try await alice.record(for: root.recordID)
+        let share = Share(rootRecord: storedRoot)
+        share.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: store.bobName))))
+        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
+        let url = try #require(try (saved[share.recordID]?.get() as? Share)?.url)
+        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
+        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
+
+        // Through Stratus on Bob's own role: the asset's file holds the bytes, and the words find the record.
+        let bob = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob).sharedCloudDatabase
+        let sharedLists = RecordZone.ID(zoneName: "Lists", ownerName: store.aliceName)
+        let fetched = try await bob.record(for: Record.ID(recordName: "photo", zoneID: sharedLists))
+        let file = try #require((fetched["image"] as? Asset)?.fileURL)
+        #expect(try Data(contentsOf: file) == bytes)
+        let search = Query(recordType: "Item", predicate: try QueryPredicate(format: "self CONTAINS %@", argumentArray: ["strawberries"]))
+        let (matches, _) = try await bob.records(matching: search, inZoneWith: sharedLists)
+        #expect(matches.map(\.0.recordName) == ["photo"], "the diary, outside the share, is not found")
+
+        // Raw SQL: Bob's role reads the shared content's rows and words, not the diary's; Carol's neither.
+        func readable(_ raw: PostgresConnection) throws -> (contents: Int64, words: Int64) {
+            let contents = try raw.query("SELECT count(*) FROM asset_chunks WHERE owner = $1", [.text(store.aliceName)])[0].int64(0)
+            let words = try raw.query("SELECT count(DISTINCT record_name) FROM record_tokens WHERE owner = $1", [.text(store.aliceName)])[0].int64(0)
+            return (contents ?? -1, words ?? -1)
+        }
+        let bobs = try readable(store.raw(store.bob))
+        #expect(bobs.contents == 1 && bobs.words == 2, "the photo's one chunk; the words of groceries and photo: \(bobs)")
+        let carols = try readable(store.raw(store.carol))
+        #expect(carols.contents == 0 && carols.words == 0)
+        let owners = try readable(store.raw(store.alice))
+        #expect(owners.contents == 2 && owners.words == 3, "the diary's too, for its owner: \(owners)")
+    }
+
     @Test("an owner's role marks no participant accepted: not in the share index with raw SQL, and a share record whose JSON it forged so reaches nothing")
     func ownersGiveNoAcceptance() async throws {
         let store = try SecureStore()
