@@ -599,6 +599,18 @@ extension PostgresSecurityTests {
         #expect(reachedAfter.isEmpty, "\(reachedAfter)")
     }
 
+    /// Alice shares the hierarchy of her record `rootID` with Bob (read-only), and Bob accepts
+    /// (through the store's owner: accepting changes Alice's share record, which no member's role writes).
+    private static func shareWithBob(_ rootID: Record.ID, in alice: Database, _ store: SecureStore) async throws {
+        let storedRoot = try await alice.record(for: rootID)
+        let share = Share(rootRecord: storedRoot)
+        share.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: store.bobName))))
+        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
+        let url = try #require(try (saved[share.recordID]?.get() as? Share)?.url)
+        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
+        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
+    }
+
     @Test("an owner's role fires its accepted participants' shared database subscriptions with its writes, reading those subscriptions only: never a non-participant's, also with raw SQL")
     func ownersWritesFireParticipantsSubscriptions() async throws {
         let store = try SecureStore()
@@ -607,13 +619,7 @@ extension PostgresSecurityTests {
         let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
         let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
         _ = try await alice.save(root)
-        let storedRoot = try await alice.record(for: root.recordID)
-        let share = Share(rootRecord: storedRoot)
-        share.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: store.bobName))))
-        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
-        let url = try #require(try (saved[share.recordID]?.get() as? Share)?.url)
-        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
-        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
+        try await Self.shareWithBob(root.recordID, in: alice, store)
 
         let bob = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob)
         let carol = Container(identifier: store.identifier, engine: try store.engine(store.carol), userName: store.carol)
@@ -666,13 +672,7 @@ extension PostgresSecurityTests {
         let diary = makeRecord("Item", "diary", zoneID: lists, ["title": .string("Secret strawberries")])
         diary["image"] = Asset(fileURL: try files.writeFile("diary.bin", Data(repeating: 9, count: 5_000)))
         try await TestDatabase.save([root, photo, diary], in: alice)
-        let storedRoot = try await alice.record(for: root.recordID)
-        let share = Share(rootRecord: storedRoot)
-        share.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: store.bobName))))
-        let (saved, _) = try await alice.modifyRecords(saving: [storedRoot, share], deleting: [])
-        let url = try #require(try (saved[share.recordID]?.get() as? Share)?.url)
-        let bobAsAdministered = Container(identifier: store.identifier, engine: store.owner, userName: store.bob)
-        try await bobAsAdministered.accept(try await bobAsAdministered.shareMetadata(for: url))
+        try await Self.shareWithBob(root.recordID, in: alice, store)
 
         // Through Stratus on Bob's own role: the asset's file holds the bytes, and the words find the record.
         let bob = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob).sharedCloudDatabase
