@@ -14,7 +14,8 @@ extension EngineConformance {
         TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
         TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
         TestCase("a participant leaves a shared zone by deleting it from their shared database: every share of the zone they accepted marks them removed, the zone leaves their shared database, the owner's records and other participants stay; a zone they do not reach is zoneNotFound", participantLeavesZone),
-        TestCase("a participant's database subscription of the shared database fires, in the owner's write, for a save of a record they reach and a deletion in the zone, never for a record outside their hierarchy or a participant who did not accept; a participant the owner removes, and those of a zone the owner deletes, are told they lost it", sharedDatabaseSubscriptionFires),
+        TestCase("a participant's database subscription of the shared database fires, in the owner's write, for a save of a record they reach and a deletion in the zone, never for a record outside their hierarchy or a participant who did not accept; a participant's write tells the others; a deletion tells subscriptions of every type; a participant the owner removes, those of a share the owner deletes and those of a zone the owner deletes are told they lost it", sharedDatabaseSubscriptionFires),
+        TestCase("an owner who is also a participant elsewhere keeps her private and shared database subscriptions apart: a participant's write in her zone tells her private one, a write in a zone shared with her her shared one", ownersPrivateAndSharedSubscriptionsStayApart),
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
         TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
         TestCase("a share restored without a URL token gets one, as a new share does, and is indexed: its participants open its URL and reach it once accepted", restoredShareWithoutToken),
@@ -380,78 +381,139 @@ extension EngineConformance {
     private static func sharedDatabaseSubscriptionFires(_ env: Environment) async throws {
         let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
         let lists = RecordZone.ID(zoneName: "Lists")
-        let bob = env.container(user: "bob")
-        let carol = env.container(user: "carol")
-        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
-        // Carol is invited and has not accepted.
+        let (bob, carol, dave) = (env.container(user: "bob"), env.container(user: "carol"), env.container(user: "dave"))
+        let url = try #require(share.url)
+        try await bob.accept(try await bob.shareMetadata(for: url))
+        // Carol is invited and accepts; Dave is invited and does not.
         let invited = try #require(try await alice.record(for: share.recordID) as? Share)
-        invited.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: try await carol.userRecordID())))
+        for user in [carol, dave] { invited.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: try await user.userRecordID()))) }
         _ = try await alice.save(invited)
-        for user in [bob, carol] {
-            let subscription = DatabaseSubscription(subscriptionID: "shared-changes")
+        try await carol.accept(try await carol.shareMetadata(for: url))
+        func subscribe(_ user: Container, _ id: String, recordType: String? = nil) async throws {
+            let subscription = DatabaseSubscription(subscriptionID: id)
+            subscription.recordType = recordType
             subscription.notificationInfo = NotificationInfo()
             _ = try await user.sharedCloudDatabase.save(subscription)
         }
-        func told(_ user: Container, after token: ServerChangeToken?) async throws -> (notes: [String], token: ServerChangeToken) {
-            let batch = try await NotificationFeed(database: user.privateCloudDatabase).nextBatch(after: token, limit: 100)
-            let notes = batch.notifications.map { note in
-                (note as? DatabaseNotification).map { "database \($0.subscriptionID ?? "?") \($0.databaseScope.rawValue == 3 ? "shared" : "scope \($0.databaseScope.rawValue)")" } ?? "other \(note.notificationType)"
+        for user in [bob, carol, dave] { try await subscribe(user, "shared-changes") }
+        try await subscribe(bob, "shared-lists", recordType: "List")
+        var tokens: [String: ServerChangeToken] = [:]
+        // What each user was told since last asked: "ID scope" per notification, in order.
+        func told(_ name: String, _ user: Container) async throws -> [String] {
+            let batch = try await NotificationFeed(database: user.privateCloudDatabase).nextBatch(after: tokens[name], limit: 100)
+            tokens[name] = batch.token
+            return batch.notifications.map { note in
+                let scope = (note as? DatabaseNotification)?.databaseScope
+                return "\(note.subscriptionID ?? "?") \(scope == .shared ? "shared" : scope == .private ? "private" : "other")"
             }
-            return (notes, batch.token)
         }
-        var (_, bobsToken) = try await told(bob, after: nil)
-        let (_, carolsToken) = try await told(carol, after: nil)
+        for (name, user) in [("bob", bob), ("carol", carol), ("dave", dave)] { _ = try await told(name, user) }
 
-        // Alice changes a record of the shared hierarchy: Bob's shared database changed.
+        // Alice changes an Item of the shared hierarchy: Bob's and Carol's shared databases
+        // changed (Bob's List-only subscription stays quiet); Dave, who did not accept, hears nothing.
         let bread = try await alice.record(for: Record.ID(recordName: "bread", zoneID: lists))
         bread["title"] = "Rye bread"
         _ = try await alice.save(bread)
-        var news = try await told(bob, after: bobsToken)
-        #expect(news.notes == ["database shared-changes shared"])
-        bobsToken = news.token
+        #expect(try await told("bob", bob) == ["shared-changes shared"])
+        #expect(try await told("carol", carol) == ["shared-changes shared"])
+        #expect(try await told("dave", dave).isEmpty, "an invitee who did not accept is told nothing")
 
-        // A record outside the hierarchy: nothing. A new record joining it, and a deletion in the zone: told, once a write.
+        // A record outside the hierarchy: nothing. A new record joining it: told.
         let diary = try await alice.record(for: Record.ID(recordName: "diary", zoneID: lists))
         diary["title"] = "Still private"
         _ = try await alice.save(diary)
-        #expect(try await told(bob, after: bobsToken).notes.isEmpty, "a change Bob does not reach tells him nothing")
+        #expect(try await told("bob", bob).isEmpty, "a change Bob does not reach tells him nothing")
         let eggs = Record(recordType: "Item", recordID: Record.ID(recordName: "eggs", zoneID: lists))
         eggs.setParent(Record.ID(recordName: "milk", zoneID: lists))
-        _ = try await alice.modifyRecords(saving: [eggs], deleting: [Record.ID(recordName: "diary", zoneID: lists)])
-        news = try await told(bob, after: bobsToken)
-        #expect(news.notes == ["database shared-changes shared"])
-        bobsToken = news.token
+        _ = try await alice.save(eggs)
+        #expect(try await told("bob", bob) == ["shared-changes shared"])
 
-        // Bob's own write through the shared database tells his subscription too, as a write in
-        // his private database tells his private subscriptions.
+        // A deletion alone (its type not read) tells subscriptions of every type.
+        _ = try await alice.deleteRecord(withID: Record.ID(recordName: "diary", zoneID: lists))
+        #expect(try await told("bob", bob) == ["shared-changes shared", "shared-lists shared"])
+
+        // Bob's write through the shared database tells Carol, and his own subscription, as a
+        // write in a private database tells its user's private subscriptions.
+        #expect(try await told("carol", carol) == ["shared-changes shared", "shared-changes shared"], "the new record and the deletion")
         let milk = try await bob.sharedCloudDatabase.record(for: Record.ID(recordName: "milk", zoneID: zoneID))
         milk["title"] = "Oat milk"
         _ = try await bob.sharedCloudDatabase.save(milk)
-        news = try await told(bob, after: bobsToken)
-        #expect(news.notes == ["database shared-changes shared"])
-        bobsToken = news.token
-
-        #expect(try await told(carol, after: carolsToken).notes.isEmpty, "an invitee who did not accept is told nothing")
+        let carolHeard = try await told("carol", carol)
+        #expect(carolHeard == ["shared-changes shared"], "\(carolHeard)")
+        #expect(try await told("bob", bob) == ["shared-changes shared"])
 
         // Alice removes Bob: he is told his shared database changed (the zone left it), then nothing more.
         let current = try #require(try await alice.record(for: share.recordID) as? Share)
         let bobName = try await bob.userRecordID().recordName
         current.removeParticipant(try #require(current.participants.first { $0.userIdentity.userRecordID?.recordName == bobName }))
         _ = try await alice.save(current)
-        news = try await told(bob, after: bobsToken)
-        #expect(news.notes == ["database shared-changes shared"])
+        #expect(try await told("bob", bob) == ["shared-changes shared", "shared-lists shared"])
         #expect(try await bob.sharedCloudDatabase.allRecordZones().isEmpty)
         let root = try await alice.record(for: Record.ID(recordName: "groceries", zoneID: lists))
         root["title"] = "Weekly groceries"
         _ = try await alice.save(root)
-        #expect(try await told(bob, after: news.token).notes.isEmpty)
+        #expect(try await told("bob", bob).isEmpty)
 
-        // Carol accepts, then Alice deletes the zone: Carol is told.
-        try await carol.accept(try await carol.shareMetadata(for: try #require(share.url)))
-        let carolsNow = try await told(carol, after: carolsToken)
-        _ = try await alice.deleteRecordZone(withID: lists)
-        #expect(try await told(carol, after: carolsNow.token).notes == ["database shared-changes shared"])
+        // Alice deletes the share: Carol is told; then a zone shared as a whole, Dave's, which
+        // Alice deletes: Dave is told.
+        _ = try await told("carol", carol)
+        _ = try await alice.deleteRecord(withID: share.recordID)
+        #expect(try await told("carol", carol) == ["shared-changes shared"])
         #expect(try await carol.sharedCloudDatabase.allRecordZones().isEmpty)
+        let family = RecordZone.ID(zoneName: "Family")
+        _ = try await alice.save(RecordZone(zoneID: family))
+        let wholeZone = Share(recordZoneID: family)
+        wholeZone.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: try await dave.userRecordID())))
+        let savedWholeZone = try #require(try await alice.modifyRecords(saving: [wholeZone], deleting: []).saveResults[wholeZone.recordID]?.get() as? Share)
+        try await dave.accept(try await dave.shareMetadata(for: try #require(savedWholeZone.url)))
+        _ = try await told("dave", dave)
+        _ = try await alice.save(Record(recordType: "Contact", recordID: Record.ID(recordName: "grandma", zoneID: family)))
+        #expect(try await told("dave", dave) == ["shared-changes shared"], "a zone shared as a whole: any change")
+        _ = try await alice.deleteRecordZone(withID: family)
+        #expect(try await told("dave", dave) == ["shared-changes shared"])
+        #expect(try await dave.sharedCloudDatabase.allRecordZones().isEmpty)
+    }
+
+    private static func ownersPrivateAndSharedSubscriptionsStayApart(_ env: Environment) async throws {
+        // Alice owns Lists, shared with Bob, and keeps a private database subscription; she is
+        // also a participant of Carol's zone, and keeps a shared database subscription.
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let (aliceContainer, bob, carol) = (env.container(user: "alice"), env.container(user: "bob"), env.container(user: "carol"))
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let trips = RecordZone.ID(zoneName: "Trips")
+        _ = try await carol.privateCloudDatabase.save(RecordZone(zoneID: trips))
+        let carolsShare = Share(recordZoneID: trips)
+        carolsShare.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: try await aliceContainer.userRecordID())))
+        let savedCarols = try #require(try await carol.privateCloudDatabase.modifyRecords(saving: [carolsShare], deleting: []).saveResults[carolsShare.recordID]?.get() as? Share)
+        try await aliceContainer.accept(try await aliceContainer.shareMetadata(for: try #require(savedCarols.url)))
+        for (database, id) in [(alice, "alice-private"), (aliceContainer.sharedCloudDatabase, "alice-shared")] {
+            let subscription = DatabaseSubscription(subscriptionID: id)
+            subscription.notificationInfo = NotificationInfo()
+            _ = try await database.save(subscription)
+        }
+        let listsSubscription = RecordZoneSubscription(zoneID: RecordZone.ID(zoneName: "Lists"), subscriptionID: "alice-lists")
+        listsSubscription.notificationInfo = NotificationInfo()
+        _ = try await alice.save(listsSubscription)
+        var token = try await NotificationFeed(database: alice).nextBatch(after: nil, limit: 100).token
+        func told() async throws -> [String] {
+            let batch = try await NotificationFeed(database: alice).nextBatch(after: token, limit: 100)
+            token = batch.token
+            return batch.notifications.map { note in
+                let scope = (note as? DatabaseNotification)?.databaseScope ?? (note as? RecordZoneNotification)?.databaseScope
+                let zone = (note as? RecordZoneNotification)?.recordZoneID.map { " \($0.zoneName)" } ?? ""
+                return "\(note.subscriptionID ?? "?") \(scope == .shared ? "shared" : scope == .private ? "private" : "other")\(zone)"
+            }
+        }
+        // Carol's write tells Alice's shared database; Bob's write in Alice's zone tells her private database's.
+        _ = try await carol.privateCloudDatabase.save(Record(recordType: "Trip", recordID: Record.ID(recordName: "alps", zoneID: trips)))
+        #expect(try await told() == ["alice-shared shared"])
+        let milk = try await bob.sharedCloudDatabase.record(for: Record.ID(recordName: "milk", zoneID: zoneID))
+        milk["title"] = "Oat milk"
+        _ = try await bob.sharedCloudDatabase.save(milk)
+        let aliceHeard = try await told()
+        #expect(aliceHeard == ["alice-lists private Lists", "alice-private private"], "her zone's and her database's subscriptions: \(aliceHeard)")
+        _ = try await carol.privateCloudDatabase.save(Record(recordType: "Trip", recordID: Record.ID(recordName: "andes", zoneID: trips)))
+        #expect(try await told() == ["alice-shared shared"])
     }
 
     private static func participantLeavesZone(_ env: Environment) async throws {

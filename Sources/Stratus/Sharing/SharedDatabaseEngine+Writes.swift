@@ -101,7 +101,8 @@ extension SharedDatabaseEngine {
     ///
     /// - Throws: `zoneNotFound` for a zone the user does not reach (never shared with them,
     ///   not accepted, revoked, or already left); `serverRecordChanged` when the owner changed
-    ///   a share between its read and this save (delete the zone again); store failures.
+    ///   a share between its read and this save (delete the zone again: the shares left before
+    ///   it stay left); store failures.
     func leaveZone(_ zoneID: RecordZone.ID, _ access: SharedDatabaseAccess, context: DatabaseContext) throws {
         guard let zone = access.zone(zoneID) else { throw StratusError.zoneNotFound(zoneID, in: context) }
         for shareName in zone.shares.sorted() {

@@ -166,13 +166,25 @@ final class SharedDatabaseEngine: StorageEngine, Sendable {
             }
         }
         guard !zoneIDs.isEmpty else { return outcome }
-        let access = try access(database)
+        var access = try access(database)
         for zoneID in zoneIDs {
-            do {
-                try leaveZone(zoneID, access, context: database)
-                outcome.deleteResults[zoneID] = .success(())
-            } catch let error as StratusError where !error.isTransient {
-                outcome.deleteResults[zoneID] = .failure(error)
+            // Each share is left in a transaction of its own: a transient failure is retried
+            // here, for this zone, since a retry of the whole request would find the zones
+            // already left unreachable and answer zoneNotFound for them.
+            var attempts = 0
+            while true {
+                do {
+                    try leaveZone(zoneID, access, context: database)
+                    outcome.deleteResults[zoneID] = .success(())
+                } catch let error as StratusError where error.isTransient && attempts < 3 {
+                    attempts += 1
+                    access = try self.access(database)
+                    // Left already, all its shares: what the failed attempt did before it failed.
+                    if access.zone(zoneID) == nil { outcome.deleteResults[zoneID] = .success(()) } else { continue }
+                } catch let error as StratusError {
+                    outcome.deleteResults[zoneID] = .failure(error)
+                }
+                break
             }
         }
         return outcome

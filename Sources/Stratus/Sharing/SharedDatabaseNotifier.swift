@@ -13,7 +13,8 @@ import Foundation
 /// query or zone subscriptions, as in CloudKit.
 ///
 /// ```swift
-/// try SharedDatabaseNotifier.notify(request, outcome, in: transaction, engine: engine, context: context)
+/// let rows = try SharedDatabaseNotifier.rows(for: request, outcome, in: transaction, engine: engine, context: context)
+/// try SubscriptionNotifier.append(ownersRows + rows, in: transaction)
 /// ```
 enum SharedDatabaseNotifier {
     /// The changes of one zone a request made.
@@ -24,7 +25,7 @@ enum SharedDatabaseNotifier {
 
     /// The accepted participants of the zones whose shares `request` may change or delete (it
     /// saves a share, or deletes records, which may be a share or a share's root), read before
-    /// it writes: a participant the write removes is told too (``notify(_:_:formerMembers:in:engine:context:)``).
+    /// it writes: a participant the write removes is told too (``rows(for:_:formerMembers:in:engine:context:)``).
     static func membersBefore(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, context: DatabaseContext) throws -> [ShareIndexAcceptance] {
         guard context.storageScope == .private else { return [] }
         var zoneNames = Set<String>()
@@ -40,13 +41,16 @@ enum SharedDatabaseNotifier {
     /// Tells the accepted participants of the shares of deleted zones of the owner's (`context`)
     /// that their shared database lost them. Called in the deletion's transaction, where the
     /// zones' share index entries are still there (engines remove them after it).
-    static func notifyZonesDeleted(_ zoneIDs: [RecordZone.ID], in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext) throws {
-        guard context.storageScope == .private else { return }
+    /// Answers the notification rows, for the caller to append with the transaction's others
+    /// (``SubscriptionNotifier/append(_:in:)``).
+    static func zonesDeleted(_ zoneIDs: [RecordZone.ID], in transaction: any RecordWriteTransaction, engine: any StorageEngine,
+                             context: DatabaseContext) throws -> [NotificationRow] {
+        guard context.storageScope == .private else { return [] }
         let zoneNames = Set(zoneIDs.compactMap { sharedZoneName($0, context) })
         let acceptances = try zoneNames.sorted().flatMap { try transaction.acceptedShareMembers(inZone: $0) }
-        try tell(Dictionary(grouping: acceptances, by: \.member), in: transaction, engine: engine, context: context) { notifier, theirs in
+        return try tell(Dictionary(grouping: acceptances, by: \.member), in: transaction, engine: engine, context: context) { notifier, theirs in
             for zoneName in Set(theirs.map(\.zoneName)).sorted() {
-                notifier.changedSharedZone(RecordZone.ID(zoneName: zoneName, ownerName: context.storageOwner), recordType: nil)
+                notifier.changedEveryTypeOfSharedZone(RecordZone.ID(zoneName: zoneName, ownerName: context.storageOwner))
             }
         }
     }
@@ -56,10 +60,13 @@ enum SharedDatabaseNotifier {
     /// `formerMembers`: ``membersBefore(_:in:context:)``, whose participants the write removed
     /// (or whose share it deleted) are told of the zone they lost.
     ///
+    /// Answers the notification rows, for the caller to append with the transaction's others
+    /// (``SubscriptionNotifier/append(_:in:)``).
+    ///
     /// - Throws: store errors, which roll the transaction back.
-    static func notify(_ request: ModifyRequest, _ outcome: ModifyOutcome, formerMembers: [ShareIndexAcceptance] = [], in transaction: any RecordWriteTransaction,
-                       engine: any StorageEngine, context: DatabaseContext) throws {
-        guard context.storageScope == .private else { return }
+    static func rows(for request: ModifyRequest, _ outcome: ModifyOutcome, formerMembers: [ShareIndexAcceptance] = [], in transaction: any RecordWriteTransaction,
+                     engine: any StorageEngine, context: DatabaseContext) throws -> [NotificationRow] {
+        guard context.storageScope == .private else { return [] }
         // The zones first (a request nearly always writes one), and their participants: a
         // write of a zone nobody shares, most writes, goes no further.
         var written = Set<String>()
@@ -76,11 +83,11 @@ enum SharedDatabaseNotifier {
         }
         let deleted = zip(request.recordIDsToDelete, outcome.deleteResults).compactMap { id, result in (try? result.get()) == true ? id : nil } + outcome.cascadeDeletedIDs
         for id in deleted { note(id.zoneID) }
-        guard !written.isEmpty else { return }
+        guard !written.isEmpty else { return [] }
         var acceptances: [ShareIndexAcceptance] = []
         for zoneName in written.sorted() { acceptances += try transaction.acceptedShareMembers(inZone: zoneName) }
         let lost = Set(formerMembers).subtracting(acceptances)
-        guard !acceptances.isEmpty || !lost.isEmpty else { return }
+        guard !acceptances.isEmpty || !lost.isEmpty else { return [] }
 
         var zones: [String: ZoneChanges] = [:]
         let told = Set((acceptances + lost).map(\.zoneName))
@@ -93,40 +100,48 @@ enum SharedDatabaseNotifier {
             zones[zoneName, default: ZoneChanges()].deleted = true
         }
         var roots = HierarchyRoots(transaction: transaction, owner: context)
-        try tell(Dictionary(grouping: acceptances + lost, by: \.member), in: transaction, engine: engine, context: context) { notifier, theirs in
+        return try tell(Dictionary(grouping: acceptances + lost, by: \.member), in: transaction, engine: engine, context: context) { notifier, theirs in
             for (zoneName, changes) in zones.sorted(by: { $0.key < $1.key }) {
                 let shares = theirs.filter { $0.zoneName == zoneName }
                 guard !shares.isEmpty else { continue }
                 // The owner's name: as the participant names the zone, and as the transaction
                 // finds it (a participant's write reaches the owner's rows by it too).
                 let zoneID = RecordZone.ID(zoneName: zoneName, ownerName: context.storageOwner)
+                // Deletions (their types not read) and a zone lost tell subscriptions of every type.
                 if changes.deleted || shares.contains(where: lost.contains) {
-                    notifier.changedSharedZone(zoneID, recordType: nil)
+                    notifier.changedEveryTypeOfSharedZone(zoneID)
+                    continue
                 }
                 let wholeZone = shares.contains { $0.rootRecordName == nil }
                 let reached = Set(shares.compactMap(\.rootRecordName))
                 let shareNames = Set(shares.map(\.shareRecordName))
-                for save in changes.saved {
+                var told = Set<String>()
+                for save in changes.saved where !told.contains(save.recordType) {
                     let visible = try wholeZone || shareNames.contains(save.name)
                         || roots.reaches(save.name, parent: save.parent, anyOf: reached, zoneID: zoneID)
-                    if visible { notifier.changedSharedZone(zoneID, recordType: save.recordType) }
+                    if visible {
+                        notifier.changedSharedZone(zoneID, recordType: save.recordType)
+                        told.insert(save.recordType)
+                    }
                 }
             }
         }
     }
 
     /// Runs `note` with the acceptances of each participant (by user record name) who keeps
-    /// database subscriptions in their shared database, then records what it noted.
+    /// database subscriptions in their shared database; answers the rows of what it noted.
     private static func tell(_ members: [String: [ShareIndexAcceptance]], in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext,
-                             _ note: (inout SubscriptionNotifier, [ShareIndexAcceptance]) throws -> Void) throws {
+                             _ note: (inout SubscriptionNotifier, [ShareIndexAcceptance]) throws -> Void) throws -> [NotificationRow] {
+        var rows: [NotificationRow] = []
         for (member, theirs) in members.sorted(by: { $0.key < $1.key }) {
             let shared = DatabaseContext(containerIdentifier: context.containerIdentifier, environment: context.environment, scope: .shared,
                                          userName: nil, userRecordName: member)
             guard let index = try SubscriptionIndexCache.index(of: shared, in: transaction, engine: engine), !index.changeEntries.isEmpty else { continue }
             var notifier = SubscriptionNotifier(index: index, context: shared, transaction: transaction)
             try note(&notifier, theirs)
-            try notifier.finish(in: transaction)
+            rows += try notifier.finishedRows(in: transaction)
         }
+        return rows
     }
 
     /// The name of the zone `zoneID` when it is one of the owner's custom zones, which alone

@@ -79,7 +79,7 @@ final class SubscriptionIndex: Sendable {
         for stored in ordered {
             let definition = try SubscriptionDefinition.decode(stored.definition, id: stored.subscriptionID)
             let key = SubscriptionKey(subscriber: stored.subscriber, subscriptionID: stored.subscriptionID)
-            let zoneID = definition.zoneID.map(context.canonical)
+            let zoneID = definition.zoneID.map(context.subscriptionZoneID)
             switch definition.type {
             case .query:
                 guard let recordType = definition.recordType, var written = definition.predicate else { continue }
@@ -220,7 +220,12 @@ enum SubscriptionIndexCache {
 
     private static func index(engine: any StorageEngine, context: DatabaseContext, version: Int64?, subscriptions: @autoclosure () throws -> SubscriptionSet) throws -> SubscriptionIndex? {
         guard let version, version > 0 else { return nil }
-        let key = try "\(engine.storeIdentifier)\u{1F}\(context.storageContainer)\u{1F}\(context.scope.rawValue)\u{1F}\(context.storageOwner)"
+        // The database whose subscriptions these are (its storage scope and owner), and who
+        // writes (the index names zones as the writer's context does): a participant's write in
+        // an owner's zone reads the owner's private subscriptions, the owner's shared database
+        // has others.
+        let key = try [engine.storeIdentifier, context.storageContainer, "\(context.scope.rawValue)", "\(context.storageScope.rawValue)",
+                       context.storageOwner, context.userRecordName ?? ""].joined(separator: "\u{1F}")
         if let kept = entries.withLock({ $0[key] }), kept.version == version { return kept.isEmpty ? nil : kept }
         let set = try subscriptions()
         let index = try SubscriptionIndex(set, context: context)
@@ -229,5 +234,17 @@ enum SubscriptionIndexCache {
             entries[key] = index
         }
         return index.isEmpty ? nil : index
+    }
+}
+
+extension DatabaseContext {
+    /// A zone as the subscriptions of the context's database name it, and as writes are matched
+    /// with them: the database user's own zones by the default owner. A participant's write
+    /// reaches the owner's zones (``sharedOwner``), which the owner's subscriptions name so too.
+    func subscriptionZoneID(_ zoneID: RecordZone.ID) -> RecordZone.ID {
+        if let sharedOwner, zoneID.ownerName == sharedOwner {
+            return RecordZone.ID(zoneName: zoneID.zoneName, ownerName: RecordZone.ID.currentUserDefaultOwner)
+        }
+        return canonical(zoneID)
     }
 }

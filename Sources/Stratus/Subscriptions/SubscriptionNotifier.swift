@@ -83,12 +83,14 @@ struct SubscriptionNotifier {
 
     /// Whether deleting a record of `zoneID` needs the record as stored first.
     func needsStoredRecordBeforeDeleting(in zoneID: RecordZone.ID) -> Bool {
-        index.deletionNeedsStoredRecord(in: context.canonical(zoneID))
+        index.deletionNeedsStoredRecord(in: watchedZoneID(zoneID))
     }
+
+    private func watchedZoneID(_ zoneID: RecordZone.ID) -> RecordZone.ID { context.subscriptionZoneID(zoneID) }
 
     /// A record created or updated, as it was stored.
     mutating func saved(_ id: Record.ID, recordType: String, system: Record.SystemFields, fields: [String: FieldValue], parent: Record.Reference? = nil, created: Bool) {
-        let zoneID = context.canonical(id.zoneID)
+        let zoneID = watchedZoneID(id.zoneID)
         noteChange(in: zoneID, recordType: recordType, creator: system.creatorUserRecordID)
         let subject = PredicateSubject(recordName: id.recordName, system: system, fields: fields, parentName: parent?.recordID.recordName)
         let option: QuerySubscription.Options = created ? .firesOnRecordCreation : .firesOnRecordUpdate
@@ -103,7 +105,7 @@ struct SubscriptionNotifier {
 
     /// A record deleted; `stored` is the record as it was, when ``needsStoredRecordBeforeDeleting(in:)`` asked for it.
     mutating func deleted(_ id: Record.ID, stored: Record?) {
-        let zoneID = context.canonical(id.zoneID)
+        let zoneID = watchedZoneID(id.zoneID)
         guard let stored else {
             noteChange(in: zoneID, recordType: nil)
             return
@@ -127,9 +129,16 @@ struct SubscriptionNotifier {
         noteChange(in: zoneID, recordType: recordType)
     }
 
+    /// A change of a shared zone whose record types are not known (deletions, whose stored
+    /// records are not read), or the loss of the zone (the subscriber removed, the share or
+    /// the zone deleted): it tells every database subscription, of any record type.
+    mutating func changedEveryTypeOfSharedZone(_ zoneID: RecordZone.ID) {
+        deletedZone(zoneID)
+    }
+
     /// A zone deleted, with every record in it.
     mutating func deletedZone(_ zoneID: RecordZone.ID) {
-        let zoneID = context.canonical(zoneID)
+        let zoneID = watchedZoneID(zoneID)
         noteChange(in: zoneID, recordType: nil)
         changedZones[zonePositions[zoneID]!].everyType = true
     }
@@ -158,7 +167,7 @@ struct SubscriptionNotifier {
                 if let value = fields[key], value.isNotificationValue { carried[key] = value }
             }
         }
-        let payload = NotificationPayload.query(subscriptionID: entry.key.subscriptionID, scope: context.scope, reason: reason, recordID: id,
+        let payload = NotificationPayload.query(subscriptionID: entry.key.subscriptionID, scope: context.storageScope, reason: reason, recordID: id,
                                                 recordType: recordType, fields: carried, alert: Self.alert(entry.info, fields: fields))
         pending.append(Pending(key: entry.key, firesOnce: firesOnce, payload: payload))
     }
@@ -168,7 +177,22 @@ struct SubscriptionNotifier {
     ///
     /// - Throws: store errors, which roll the transaction back.
     mutating func finish(in transaction: any RecordWriteTransaction) throws {
-        guard !changedZones.isEmpty else { return }
+        try Self.append(try finishedRows(in: transaction), in: transaction)
+    }
+
+    /// Appends notification rows of one transaction, gathered from every notifier of it, in one
+    /// call ordered by subscriber (each feed's own rows keep their order): writers lock feeds
+    /// in one order, so that two writes that tell each other's users wait, never deadlock.
+    static func append(_ rows: [NotificationRow], in transaction: any RecordWriteTransaction) throws {
+        guard !rows.isEmpty else { return }
+        let ordered = rows.enumerated().sorted { ($0.element.subscriber, $0.offset) < ($1.element.subscriber, $1.offset) }.map(\.element)
+        try transaction.appendNotifications(ordered)
+    }
+
+    /// The notifications decided on (``finish(in:)`` without appending them), `firesOnce`
+    /// subscriptions deleted in the transaction: for a caller that gathers a transaction's rows.
+    mutating func finishedRows(in transaction: any RecordWriteTransaction) throws -> [NotificationRow] {
+        guard !changedZones.isEmpty else { return [] }
         for entry in index.changeEntries {
             switch entry.type {
             case .recordZone:
@@ -180,23 +204,24 @@ struct SubscriptionNotifier {
                        entry.recordType.map { $0 == changed.recordType } ?? true && subscriberMayRead(entry.key, recordType: changed.recordType, creator: changed.creator)
                    }) { continue }
                 pending.append(Pending(key: entry.key, firesOnce: false, payload: NotificationPayload.recordZone(
-                    subscriptionID: entry.key.subscriptionID, scope: context.scope, zoneID: watched, alert: Self.alert(entry.info, fields: [:]))))
+                    subscriptionID: entry.key.subscriptionID, scope: context.storageScope, zoneID: watched, alert: Self.alert(entry.info, fields: [:]))))
             case .database:
                 guard entry.recordType.map({ type in changedZones.contains { $0.everyType || $0.types.contains(type) } }) ?? true else { continue }
                 pending.append(Pending(key: entry.key, firesOnce: false, payload: NotificationPayload.database(
-                    subscriptionID: entry.key.subscriptionID, scope: context.scope, alert: Self.alert(entry.info, fields: [:]))))
+                    subscriptionID: entry.key.subscriptionID, scope: context.storageScope, alert: Self.alert(entry.info, fields: [:]))))
             case .query:
                 continue
             }
         }
-        guard !pending.isEmpty else { return }
+        guard !pending.isEmpty else { return [] }
         var rows = pending
+        pending = []
         if !firedOnce.isEmpty {
             let fired = firedOnce.map { index.queries[$0].key }
             let deleted = try transaction.deleteSubscriptions(fired)
             rows.removeAll { $0.firesOnce && !deleted.contains($0.key) }
         }
-        try transaction.appendNotifications(rows.map { NotificationRow(subscriber: $0.key.subscriber, payload: $0.payload) })
+        return rows.map { NotificationRow(subscriber: $0.key.subscriber, payload: $0.payload) }
     }
 
     /// The alert texts a notification copies from its subscription, with the fields the

@@ -194,11 +194,13 @@ enum RecordWriteExecutor {
         if request.isAtomic, outcome.hasFailure, writer.touchedZonesAreAtomic {
             throw AtomicRollback(outcome: outcome)
         }
-        // The notifications commit with the writes that fired them, or not at all.
-        try writer.notifier?.finish(in: transaction)
+        // The notifications commit with the writes that fired them, or not at all: the
+        // database's own subscriptions', and those of the participants of its shared zones.
+        var rows = try writer.notifier?.finishedRows(in: transaction) ?? []
         if request.simulation == nil {
-            try SharedDatabaseNotifier.notify(request, outcome, formerMembers: formerMembers, in: transaction, engine: engine, context: context)
+            rows += try SharedDatabaseNotifier.rows(for: request, outcome, formerMembers: formerMembers, in: transaction, engine: engine, context: context)
         }
+        try SubscriptionNotifier.append(rows, in: transaction)
         return outcome
     }
 

@@ -119,12 +119,15 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
                     // database's subscriptions, in the deletion's transaction.
                     let deleted = outcome.deleteResults.compactMap { if case .success = $0.value { $0.key } else { nil } }
                     guard !deleted.isEmpty else { return }
+                    var rows: [NotificationRow] = []
+                    if let index = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context) {
+                        var notifier = SubscriptionNotifier(index: index, context: context, transaction: transaction)
+                        for zoneID in deleted { notifier.deletedZone(zoneID) }
+                        rows = try notifier.finishedRows(in: transaction)
+                    }
                     // The participants of the zones' shares lose them from their shared databases.
-                    try SharedDatabaseNotifier.notifyZonesDeleted(deleted, in: transaction, engine: engine, context: context)
-                    guard let index = try SubscriptionIndexCache.index(for: transaction, engine: engine, context: context) else { return }
-                    var notifier = SubscriptionNotifier(index: index, context: context, transaction: transaction)
-                    for zoneID in deleted { notifier.deletedZone(zoneID) }
-                    try notifier.finish(in: transaction)
+                    rows += try SharedDatabaseNotifier.zonesDeleted(deleted, in: transaction, engine: engine, context: context)
+                    try SubscriptionNotifier.append(rows, in: transaction)
                 }
             }
             for zone in validSaves {
