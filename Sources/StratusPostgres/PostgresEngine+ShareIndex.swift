@@ -13,11 +13,12 @@ extension PostgresWriteTransaction {
         try PostgresEngine.insertShareIndexRows(share, token: token, rootRecordName: rootRecordName, members: members, on: connection)
     }
 
-    func acceptedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance] {
+    func subscribedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance] {
         try connection.query("""
             SELECT m.share_name, i.root_name, m.member FROM share_members m
             JOIN share_index i ON i.container = m.container AND i.owner = m.owner AND i.zone_name = m.zone_name AND i.share_name = m.share_name
             WHERE m.container = $1 AND m.owner = $2 AND m.zone_name = $3 AND m.accepted
+                AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.container = m.container AND s.db = \(Database.Scope.shared.rawValue) AND s.owner = m.member)
             """, [.text(context.storageContainer), .text(context.storageOwner), .text(zoneName)]).map { row in
             ShareIndexAcceptance(zoneName: zoneName, shareRecordName: try row.text(0) ?? "", rootRecordName: try row.text(1), member: try row.text(2) ?? "")
         }

@@ -9,11 +9,12 @@ extension SQLiteWriteTransaction {
         try SQLiteEngine.insertShareIndexRows(share, token: token, rootRecordName: rootRecordName, members: members, on: connection)
     }
 
-    func acceptedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance] {
+    func subscribedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance] {
         let select = try connection.statement("""
             SELECT m.share_name, i.root_name, m.member FROM share_members m
             JOIN share_index i ON i.container = m.container AND i.owner = m.owner AND i.zone_name = m.zone_name AND i.share_name = m.share_name
             WHERE m.container = ? AND m.owner = ? AND m.zone_name = ? AND m.accepted = 1
+                AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.container = m.container AND s.db = \(Database.Scope.shared.rawValue) AND s.owner = m.member)
             """)
         try select.bind([.text(context.storageContainer), .text(context.storageOwner), .text(zoneName)])
         defer { select.reset() }

@@ -116,9 +116,11 @@ public protocol RecordWriteTransaction: AnyObject {
     func removeShareFromIndex(_ shareRecordName: String, zoneName: String) throws
 
     /// The accepted participants of the shares of the zone `zoneName` of the transaction's
-    /// database, as the share index holds them in this transaction: whose shared databases a
-    /// write of the zone changes (``ShareIndexAcceptance``).
-    func acceptedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance]
+    /// database who keep subscriptions in their shared databases (of the container and
+    /// environment), as the share index and the subscriptions stand in this transaction: whom
+    /// a write of the zone may notify (``ShareIndexAcceptance``). One look per zone, so that a
+    /// write costs the same however many participants keep no subscription.
+    func subscribedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance]
 
     /// Asset content that rows named before this transaction and no longer name (replaced or
     /// deleted records): what a collection checks once the transaction committed. Engines keep

@@ -83,7 +83,7 @@ public struct ShareIndexing: Hashable, Sendable {
 /// record name, its root (`nil` for a zone-wide share), and the participant's user record name.
 ///
 /// ```swift
-/// for acceptance in try transaction.acceptedShareMembers(inZone: "Lists") {
+/// for acceptance in try transaction.subscribedShareMembers(inZone: "Lists") {
 ///     print(acceptance.member, acceptance.rootRecordName ?? "the whole zone")
 /// }
 /// ```
@@ -106,7 +106,7 @@ public struct ShareIndexAcceptance: Hashable, Sendable {
 
 extension RecordWriteTransaction {
     /// An engine without a share index has no participants to tell.
-    @_spi(StratusEngine) public func acceptedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance] { [] }
+    @_spi(StratusEngine) public func subscribedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance] { [] }
 
     /// An engine without a share index refuses to store a share's entry.
     @_spi(StratusEngine) public func indexShare(_ shareRecordName: String, zoneName: String, token: String, rootRecordName: String?, members: [ShareIndexMember]) throws {

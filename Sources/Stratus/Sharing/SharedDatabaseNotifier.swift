@@ -35,7 +35,7 @@ enum SharedDatabaseNotifier {
         for id in request.recordIDsToDelete {
             if let zoneName = sharedZoneName(id.zoneID, context) { zoneNames.insert(zoneName) }
         }
-        return try zoneNames.sorted().flatMap { try transaction.acceptedShareMembers(inZone: $0) }
+        return try zoneNames.sorted().flatMap { try transaction.subscribedShareMembers(inZone: $0) }
     }
 
     /// Tells the accepted participants of the shares of deleted zones of the owner's (`context`)
@@ -47,7 +47,7 @@ enum SharedDatabaseNotifier {
                              context: DatabaseContext) throws -> [NotificationRow] {
         guard context.storageScope == .private else { return [] }
         let zoneNames = Set(zoneIDs.compactMap { sharedZoneName($0, context) })
-        let acceptances = try zoneNames.sorted().flatMap { try transaction.acceptedShareMembers(inZone: $0) }
+        let acceptances = try zoneNames.sorted().flatMap { try transaction.subscribedShareMembers(inZone: $0) }
         return try tell(Dictionary(grouping: acceptances, by: \.member), in: transaction, engine: engine, context: context) { notifier, theirs in
             for zoneName in Set(theirs.map(\.zoneName)).sorted() {
                 notifier.changedEveryTypeOfSharedZone(RecordZone.ID(zoneName: zoneName, ownerName: context.storageOwner))
@@ -85,7 +85,7 @@ enum SharedDatabaseNotifier {
         for id in deleted { note(id.zoneID) }
         guard !written.isEmpty else { return [] }
         var acceptances: [ShareIndexAcceptance] = []
-        for zoneName in written.sorted() { acceptances += try transaction.acceptedShareMembers(inZone: zoneName) }
+        for zoneName in written.sorted() { acceptances += try transaction.subscribedShareMembers(inZone: zoneName) }
         let lost = Set(formerMembers).subtracting(acceptances)
         guard !acceptances.isEmpty || !lost.isEmpty else { return [] }
 
