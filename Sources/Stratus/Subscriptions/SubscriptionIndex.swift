@@ -220,12 +220,14 @@ enum SubscriptionIndexCache {
 
     private static func index(engine: any StorageEngine, context: DatabaseContext, version: Int64?, subscriptions: @autoclosure () throws -> SubscriptionSet) throws -> SubscriptionIndex? {
         guard let version, version > 0 else { return nil }
-        // The database whose subscriptions these are (its storage scope and owner), and who
-        // writes (the index names zones as the writer's context does): a participant's write in
-        // an owner's zone reads the owner's private subscriptions, the owner's shared database
-        // has others.
+        // The database whose subscriptions these are (its storage scope and owner): a
+        // participant's write in an owner's zone reads the owner's private subscriptions, the
+        // owner's shared database has others. The index names zones as the writer's context
+        // does, which differs from the owner's only for a participant's write (``DatabaseContext/subscriptionZoneID(_:)``):
+        // that writer is in the key, and the public database's writers share one entry.
+        let writer = context.sharedOwner == nil ? "" : context.userRecordName ?? ""
         let key = try [engine.storeIdentifier, context.storageContainer, "\(context.scope.rawValue)", "\(context.storageScope.rawValue)",
-                       context.storageOwner, context.userRecordName ?? ""].joined(separator: "\u{1F}")
+                       context.storageOwner, writer].joined(separator: "\u{1F}")
         if let kept = entries.withLock({ $0[key] }), kept.version == version { return kept.isEmpty ? nil : kept }
         let set = try subscriptions()
         let index = try SubscriptionIndex(set, context: context)

@@ -88,6 +88,12 @@ struct SubscriptionNotifier {
 
     private func watchedZoneID(_ zoneID: RecordZone.ID) -> RecordZone.ID { context.subscriptionZoneID(zoneID) }
 
+    /// The record ID a query notification names: a participant's write names the owner's zone
+    /// as the owner's own writes do (`watched`), other writes as they were made.
+    private func notified(_ id: Record.ID, in watched: RecordZone.ID) -> Record.ID {
+        context.sharedOwner != nil && watched != id.zoneID ? Record.ID(recordName: id.recordName, zoneID: watched) : id
+    }
+
     /// A record created or updated, as it was stored.
     mutating func saved(_ id: Record.ID, recordType: String, system: Record.SystemFields, fields: [String: FieldValue], parent: Record.Reference? = nil, created: Bool) {
         let zoneID = watchedZoneID(id.zoneID)
@@ -99,7 +105,7 @@ struct SubscriptionNotifier {
             guard entry.options.contains(option), !firedOnce.contains(candidate),
                   entry.predicate.matches(subject, searchableFields: entry.searchableFields),
                   subscriberMayRead(entry, recordType: recordType, creator: system.creatorUserRecordID) else { continue }
-            fire(candidate, reason: created ? .recordCreated : .recordUpdated, id: id, recordType: recordType, fields: fields)
+            fire(candidate, reason: created ? .recordCreated : .recordUpdated, id: notified(id, in: zoneID), recordType: recordType, fields: fields)
         }
     }
 
@@ -118,7 +124,7 @@ struct SubscriptionNotifier {
             guard entry.options.contains(.firesOnRecordDeletion), !firedOnce.contains(candidate),
                   entry.predicate.matches(subject, searchableFields: entry.searchableFields),
                   subscriberMayRead(entry, recordType: stored.recordType, creator: stored.systemFields.creatorUserRecordID) else { continue }
-            fire(candidate, reason: .recordDeleted, id: id, recordType: stored.recordType, fields: [:])
+            fire(candidate, reason: .recordDeleted, id: notified(id, in: zoneID), recordType: stored.recordType, fields: [:])
         }
     }
 
@@ -180,9 +186,10 @@ struct SubscriptionNotifier {
         try Self.append(try finishedRows(in: transaction), in: transaction)
     }
 
-    /// Appends notification rows of one transaction, gathered from every notifier of it, in one
-    /// call ordered by subscriber (each feed's own rows keep their order): writers lock feeds
-    /// in one order, so that two writes that tell each other's users wait, never deadlock.
+    /// Appends notification rows of one transaction, gathered from every notifier and request
+    /// of it, in one call ordered by subscriber (each feed's own rows keep their order):
+    /// writers lock feeds in one order, so that two writes that tell each other's users wait,
+    /// never deadlock.
     static func append(_ rows: [NotificationRow], in transaction: any RecordWriteTransaction) throws {
         guard !rows.isEmpty else { return }
         let ordered = rows.enumerated().sorted { ($0.element.subscriber, $0.offset) < ($1.element.subscriber, $1.offset) }.map(\.element)

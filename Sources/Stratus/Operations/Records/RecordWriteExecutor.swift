@@ -155,9 +155,12 @@ enum RecordWriteExecutor {
             // Records an earlier request saved exist: a later one saves them the general way
             // at once, rather than trying them as new rows that the engine then refuses.
             var saved: Set<Record.ID> = []
+            // Every request's notifications, appended once at the end (feeds locked in one order).
+            var rows: [NotificationRow] = []
             for var request in requests {
                 request.jobProgress = nil
-                let outcome = try run(request, in: transaction, engine: engine, context: context, subscriptions: .some(subscriptions), saved: saved)
+                let outcome = try run(request, in: transaction, engine: engine, context: context, subscriptions: .some(subscriptions), saved: saved,
+                                      gatheringNotifications: &rows)
                 for (save, result) in zip(request.saves, outcome.saveResults) {
                     if case .success = result { saved.insert(save.recordID) }
                 }
@@ -165,6 +168,7 @@ enum RecordWriteExecutor {
                 saved.subtract(outcome.cascadeDeletedIDs)
                 outcomes.append(outcome)
             }
+            try SubscriptionNotifier.append(rows, in: transaction)
             if let progress {
                 let failures = outcomes.reduce(0) { $0 + $1.failureCount }
                 try transaction.saveJobProgress(progress.job, position: progress.position, text: progress.textAfterFailures.map { $0(failures) } ?? progress.text)
@@ -179,6 +183,16 @@ enum RecordWriteExecutor {
     /// `saved`: records the transaction saved before (``Writer/saved``).
     private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext,
                             subscriptions: SubscriptionIndex?? = nil, saved: Set<Record.ID> = []) throws -> ModifyOutcome {
+        var rows: [NotificationRow] = []
+        let outcome = try run(request, in: transaction, engine: engine, context: context, subscriptions: subscriptions, saved: saved, gatheringNotifications: &rows)
+        try SubscriptionNotifier.append(rows, in: transaction)
+        return outcome
+    }
+
+    /// ``run(_:in:engine:context:subscriptions:saved:)``, adding the request's notifications to
+    /// `rows` for the caller to append with the transaction's others.
+    private static func run(_ request: ModifyRequest, in transaction: any RecordWriteTransaction, engine: any StorageEngine, context: DatabaseContext,
+                            subscriptions: SubscriptionIndex??, saved: Set<Record.ID>, gatheringNotifications rows: inout [NotificationRow]) throws -> ModifyOutcome {
         let formerMembers = request.simulation == nil ? try SharedDatabaseNotifier.membersBefore(request, in: transaction, context: context) : []
         var writer = Writer(transaction: transaction, request: request, context: context)
         writer.saved = saved
@@ -196,11 +210,10 @@ enum RecordWriteExecutor {
         }
         // The notifications commit with the writes that fired them, or not at all: the
         // database's own subscriptions', and those of the participants of its shared zones.
-        var rows = try writer.notifier?.finishedRows(in: transaction) ?? []
+        rows += try writer.notifier?.finishedRows(in: transaction) ?? []
         if request.simulation == nil {
             rows += try SharedDatabaseNotifier.rows(for: request, outcome, formerMembers: formerMembers, in: transaction, engine: engine, context: context)
         }
-        try SubscriptionNotifier.append(rows, in: transaction)
         return outcome
     }
 
