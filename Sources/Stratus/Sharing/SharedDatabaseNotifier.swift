@@ -99,7 +99,7 @@ enum SharedDatabaseNotifier {
             guard let zoneName = sharedZoneName(id.zoneID, context), told.contains(zoneName) else { continue }
             zones[zoneName, default: ZoneChanges()].deleted = true
         }
-        var roots = HierarchyRoots(transaction: transaction, owner: context)
+        var roots = HierarchyRoots(transaction: transaction)
         return try tell(Dictionary(grouping: acceptances + lost, by: \.member), in: transaction, engine: engine, context: context) { notifier, theirs in
             for (zoneName, changes) in zones.sorted(by: { $0.key < $1.key }) {
                 let shares = theirs.filter { $0.zoneName == zoneName }
@@ -154,12 +154,10 @@ enum SharedDatabaseNotifier {
     /// Follows `parent` chains in the transaction's view of the owner's zone, remembering what it read.
     private struct HierarchyRoots {
         let transaction: any RecordWriteTransaction
-        let owner: DatabaseContext
         private var parents: [String: String?] = [:]
 
-        init(transaction: any RecordWriteTransaction, owner: DatabaseContext) {
+        init(transaction: any RecordWriteTransaction) {
             self.transaction = transaction
-            self.owner = owner
         }
 
         /// Whether the record `name` with `parent` is one of `roots` or below one.
