@@ -130,7 +130,18 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
 
     private func zoneIndex(_ zoneID: RecordZone.ID) throws -> Int? {
         if let known = zones[zoneID] { return known }
-        guard let zone = try engine.lockedZone(zoneID, context, on: connection) else { return nil }
+        guard let zone = try engine.lockedZone(zoneID, context, on: connection) else {
+            // Row-level security hides from a lock the rows a role may read but not change: an
+            // accepted participant's role reads the owner's zone, whose change history only
+            // the owner's rows write.
+            if try !rowsAreRoleOwn(), try engine.zoneHistory(zoneID, context, on: connection) != nil {
+                throw StratusError(.permissionFailure, """
+                    role \(engine.loginRole) reads zone '\(zoneID.zoneName)' but may not write it: writes through Stratus in another user's zone \
+                    (which keep its owner's change history) run on a connection as the tables' owner, acting for the participant (userName:)
+                    """)
+            }
+            return nil
+        }
         // Another spelling of a zone already written (its owner's record name for
         // `__defaultOwner__`): one zone, one count of changes.
         if let same = states.firstIndex(where: { $0.row == zone.row }) {
@@ -316,16 +327,23 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2)", [.int64(states[zone].row), .textArray(insertedNames)])
         }
         var wordlessType: String?
+        var worded: [(name: String, fields: [String: FieldValue], searchable: [String])] = []
         for index in rows.indices where inserted[index] {
             // Rows of types without searchable fields have no words to index (rows mostly
             // repeat the type of the row before).
             let type = rows[index].recordType
             if type == wordlessType { continue }
-            guard try !searchableFields(type).isEmpty else {
+            let searchable = try searchableFields(type)
+            guard !searchable.isEmpty else {
                 wordlessType = type
                 continue
             }
-            try replaceWords(of: rows[index], zone: zone, isNew: true)
+            worded.append((rows[index].recordID.recordName, rows[index].fields, searchable))
+        }
+        if !worded.isEmpty {
+            // A later replacement of these rows must clear their words: the zone has words now.
+            states[zone].hasWords = true
+            try engine.replaceTokens(zoneRow: states[zone].row, owner: context.storageOwner, records: worded, on: connection)
         }
         if inserted.contains(true) { insertedRuns.append((states[zone].row, base + 1, rows, inserted)) }
         return inserted

@@ -599,6 +599,57 @@ extension PostgresSecurityTests {
         #expect(reachedAfter.isEmpty, "\(reachedAfter)")
     }
 
+    @Test("once the tables have statistics (a member's writes then reuse generic plans), a member's updates and deletions through Stratus change its own records, and a read-write participant's role the shared ones only (with raw SQL: Stratus's writes in another's zone need the tables' owner, and say so)")
+    func membersWritesWithStatistics() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let (alice, lists, _) = try await store.shareAlicesList(bob: .readWrite) { zone in
+            let root = makeRecord("List", "groceries", zoneID: zone, ["title": .string("Groceries")])
+            let milk = makeRecord("Item", "milk", zoneID: zone, ["title": .string("Milk")])
+            milk.setParent(root)
+            return [root, milk, makeRecord("Item", "diary", zoneID: zone, ["title": .string("Private")])]
+        }
+        let items = (0..<40).map { makeRecord("Item", "item-\($0)", zoneID: lists, ["title": .string("Item \($0)")]) }
+        try await TestDatabase.save(items, in: alice)
+        try PostgresConnection(url: store.database.url).executeScript("ANALYZE")
+
+        // Alice changes every item and deletes half of them, as her own role (a statement per record).
+        var stored: [Record] = []
+        for item in items { stored.append(try await alice.record(for: item.recordID)) }
+        for record in stored { record["title"] = "Changed \(record.recordID.recordName)" }
+        let (saved, _) = try await alice.modifyRecords(saving: stored, deleting: [])
+        #expect(try saved.values.filter { try $0.get()["title"] as? String == "Changed \($0.get().recordID.recordName)" }.count == items.count)
+        let (_, deleted) = try await alice.modifyRecords(saving: [], deleting: items.prefix(20).map(\.recordID))
+        #expect(deleted.values.filter { (try? $0.get()) != nil }.count == 20)
+        var left: [Record] = []
+        for try await record in alice.allRecords(matching: Query(recordType: "Item"), inZoneWith: lists) { left.append(record) }
+        #expect(Set(left.map(\.recordID.recordName)) == Set(["milk", "diary"] + items.suffix(20).map(\.recordID.recordName)))
+        #expect(left.filter { $0.recordID.recordName.hasPrefix("item-") }.allSatisfy { $0["title"] as? String == "Changed \($0.recordID.recordName)" })
+
+        // Bob's role, with generic plans of its statements too, changes the shared record only; Carol's nothing.
+        let bob = try store.raw(store.bob)
+        try bob.execute("SET plan_cache_mode = force_generic_plan")
+        let change = "UPDATE records SET change_tag = 'bob', modified_by = $2 WHERE owner = $1 AND record_name = $3"
+        for _ in 0..<3 {
+            #expect(try bob.execute(change, [.text(store.aliceName), .text(store.bobName), .text("milk")]) == 1)
+            #expect(try bob.execute(change, [.text(store.aliceName), .text(store.bobName), .text("diary")]) == 0)
+            #expect(try bob.execute(change, [.text(store.aliceName), .text(store.bobName), .text("item-30")]) == 0)
+        }
+        let carol = try store.raw(store.carol)
+        try carol.execute("SET plan_cache_mode = force_generic_plan")
+        #expect(try carol.execute("UPDATE records SET change_tag = 'carol' WHERE owner = $1", [.text(store.aliceName)]) == 0)
+        let bobs = try store.raw(store.alice).query("SELECT record_name FROM records WHERE owner = $1 AND change_tag = 'bob'", [.text(store.aliceName)])
+        #expect(try bobs.map { try $0.text(0) } == ["milk"])
+
+        // Through Stratus, Bob's own role reads the shared record; its write is refused plainly
+        // (Stratus writes the owner's change history, which a connection as the tables' owner does).
+        let bobsOwnRole = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob).sharedCloudDatabase
+        let milk = try await bobsOwnRole.record(for: Record.ID(recordName: "milk", zoneID: RecordZone.ID(zoneName: "Lists", ownerName: store.aliceName)))
+        milk["title"] = "Oat milk"
+        let refused = stratusError(await caughtError { try await bobsOwnRole.save(milk) })
+        #expect(refused?.code == .permissionFailure && refused?.message.contains("as the tables' owner") == true, "\(String(describing: refused))")
+    }
+
     /// Alice shares the hierarchy of her record `rootID` with Bob (read-only), and Bob accepts
     /// (through the store's owner: accepting changes Alice's share record, which no member's role writes).
     private static func shareWithBob(_ rootID: Record.ID, in alice: Database, _ store: SecureStore) async throws {
