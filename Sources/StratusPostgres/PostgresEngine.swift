@@ -46,6 +46,8 @@ public final class PostgresEngine: StorageEngine, Sendable {
     let compaction = CompactionSchedule()
     /// Whether the standby was found to hold this store (``checkStandby()``).
     let standbyChecked = Mutex(false)
+    /// When this engine's inserts make an analysis of the records due (``analyzeIfGrown(_:)``).
+    let statistics = Mutex(StatisticsSchedule())
     /// Whether the server refuses `COPY FROM` into the records table (row-level security
     /// binds the login role): new rows are then inserted with statements only. Known when the
     /// engine opens, so that a member's import leaves no refused COPY in the server's log;

@@ -77,6 +77,7 @@ enum PostgresRowSecurity {
         out += try triggerFunctions(s)
         out += """
             GRANT USAGE ON SCHEMA \(s) TO \(g);
+            GRANT EXECUTE ON FUNCTION \(s).stratus_analyze() TO \(g);
             GRANT SELECT ON \(s).meta, \(s).record_types, \(s).schema_roles, \(s).user_directory TO \(g);
             GRANT USAGE, SELECT ON SEQUENCE \(s).zone_ids TO \(g);
             -- Development schemas grow as users save; production's (its key holds U+001F) only by the administrator's deploy.
@@ -361,6 +362,14 @@ enum PostgresRowSecurity {
         END
         $stratus$;
         REVOKE ALL ON FUNCTION \(s).stratus_participant_tombstone() FROM PUBLIC;
+        -- Statistics of the records and their words, gathered as the tables' owner (ANALYZE is the owner's): a member's engine calls
+        -- it after its inserts grew a zone (PostgresEngine.analyzeIfGrown), so that the planner knows the zone before autovacuum does.
+        CREATE OR REPLACE FUNCTION \(s).stratus_analyze() RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $stratus$
+        BEGIN
+            ANALYZE \(s).records, \(s).record_tokens;
+        END
+        $stratus$;
+        REVOKE ALL ON FUNCTION \(s).stratus_analyze() FROM PUBLIC;
         -- A public record keeps its name, zone and creator; a member retypes one only into a type whose CREATE grant it has.
         -- A private record another user shares keeps its name, zone, owner, creation and type: a participant changes its values.
         CREATE OR REPLACE FUNCTION \(s).stratus_keep_record_identity() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$

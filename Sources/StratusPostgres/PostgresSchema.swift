@@ -77,8 +77,13 @@ import Foundation
 /// database subscriptions of the accepted participants of its shares, which its writes fire
 /// (``SharedDatabaseNotifier``), and an accepted participant's role read the words,
 /// references and asset content of the records it reaches; the upgrade applies it.
+///
+/// Version 17 changes no table: its row-level security gives the group `stratus_analyze()`,
+/// which gathers the statistics of the records and their words as the tables' owner, so that a
+/// member's engine keeps the planner's idea of the zones it fills up to date
+/// (``PostgresEngine/analyzeIfGrown(_:)``); the upgrade applies it.
 enum PostgresSchema {
-    static let version = 16
+    static let version = 17
     /// The version whose `ix_` indexes hold declared values only.
     static let declaredValueIndexVersion = 11
     /// The version the share index came with; stores below it have their shares indexed.
@@ -86,7 +91,7 @@ enum PostgresSchema {
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
-    static let rowSecurityVersion = 16
+    static let rowSecurityVersion = 17
     /// The version the asset step brought.
     static let assetStoreVersion = 3
     /// The version whose index entries are bounded (prefixes of long strings and words).

@@ -8,6 +8,7 @@ extension PostgresEngine {
         var copies = !copyRefused.withLock { $0 }
         while true {
             var failedCopy: (zones: Set<Int64>, error: StratusError?)?
+            var inserted: [Int64: Int] = [:]
             do {
                 // Schema changes (which rebuild a type's words and indexes from the rows
                 // committed, and check the values records hold) and environment resets wait for
@@ -21,6 +22,7 @@ extension PostgresEngine {
                         try transaction.writeDeferredUpdates()
                         try transaction.finishCopy()
                         try transaction.storeChangeSequences()
+                        inserted = transaction.insertedCounts
                         return result
                     } catch {
                         if transaction.copyFailed { failedCopy = (transaction.copiedZones, connection.openCopyFailure) }
@@ -28,6 +30,7 @@ extension PostgresEngine {
                     }
                 }
                 compactIfDue()
+                analyzeIfGrown(inserted)
                 return result
             } catch {
                 guard copies, let failedCopy else { throw error }
@@ -78,6 +81,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// Rows ``insertNewRecords(_:)`` inserted and ``written`` does not hold yet, as they came:
     /// an import of distinct names, which never reads a record it wrote, keys none of them.
     private var insertedRuns: [(zoneRow: Int64, firstSequence: Int64, rows: [RecordRow], inserted: [Bool])] = []
+    /// New records this transaction inserted, by zone row (for ``PostgresEngine/analyzeIfGrown(_:)``).
+    private(set) var insertedCounts: [Int64: Int] = [:]
     /// Deletions of records read ahead that ``deleteRecord(_:)`` answered and
     /// ``writeDeferredDeletes()`` writes together: each with the type its tombstone takes and
     /// its change position.
@@ -346,6 +351,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             try engine.replaceTokens(zoneRow: states[zone].row, owner: context.storageOwner, records: worded, on: connection)
         }
         if inserted.contains(true) { insertedRuns.append((states[zone].row, base + 1, rows, inserted)) }
+        insertedCounts[states[zone].row, default: 0] += inserted.count(where: \.self)
         return inserted
     }
 

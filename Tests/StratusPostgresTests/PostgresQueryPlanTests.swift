@@ -50,6 +50,27 @@ struct PostgresQueryPlanTests {
         return query
     }
 
+    @Test("records a process inserts into a zone are in the planner's statistics once they reach 1,000, before autovacuum comes: a word search in a zone just filled is planned for its rows")
+    func statisticsFollowInserts() async throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let container = Container(identifier: "com.example.statistics", engine: try PostgresEngine(url: database.url), userName: "alice")
+        try await container.saveSchema(Self.schema())
+        let zone = try await container.privateCloudDatabase.save(RecordZone(zoneName: "Fresh")).zoneID
+        let raw = try PostgresConnection(url: database.url)
+        // pg_class's count, which ANALYZE sets in its own transaction (the statistics views lag).
+        let tuples = "SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)"
+        let items = makeRecords("Item", count: 1_200, prefix: "f", zoneID: zone) { ["title": .string("Word\($0 % 40) fresh")] }
+        try await TestDatabase.save(Array(items.prefix(900)), in: container.privateCloudDatabase)
+        #expect(try raw.query(tuples, [.text("records")])[0].double(0) ?? 0 < 900, "900 records: not yet")
+        try await TestDatabase.save(Array(items.suffix(300)), in: container.privateCloudDatabase)
+        for table in ["records", "record_tokens"] {
+            let counted = try raw.query(tuples, [.text(table)])[0].double(0) ?? 0
+            #expect(counted >= 1_200, "\(table): \(counted)")
+        }
+        let found = try await TestDatabase.queryAll(try Self.query("self CONTAINS %@", "word7"), in: container.privateCloudDatabase, zoneID: zone)
+        #expect(found.count == 30)
+    }
+
     @Test("indexed filters and sorts read an index without sorting; pages after a cursor seek; results match the evaluator")
     func plans() async throws {
         let engine = try postgresFactory(FileManager.default.temporaryDirectory) as! PostgresEngine
@@ -167,7 +188,7 @@ struct PostgresQueryPlanTests {
         try admin.execute("UPDATE record_tokens SET token = $1 WHERE record_name = 'n1'", [.text(word)])
 
         let container = Container(identifier: "com.example.upgrade", engine: try PostgresEngine(url: database.url), userName: "alice")
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "16")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "17")
         #expect(try indexes() == current, "the prefix indexes replace the whole-value ones")
         #expect(try admin.query("SELECT max(octet_length(token)) FROM record_tokens")[0].int64(0) == 1_000)
         let search = Query(recordType: "T", predicate: try QueryPredicate(format: "self CONTAINS %@", argumentArray: [word]))

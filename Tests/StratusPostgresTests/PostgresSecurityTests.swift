@@ -418,7 +418,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "16")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "17")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
@@ -485,7 +485,7 @@ extension PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 12") == true, "\(String(describing: member))")
 
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "16")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "17")
         try store.owner.modifyUserDirectory(containerIdentifier: store.identifier, saving: [
             UserDirectoryEntry(login: store.alice, userRecordName: store.aliceName, emailAddresses: ["alice@example.com"], isDiscoverable: true),
             UserDirectoryEntry(login: store.bob, userRecordName: store.bobName, emailAddresses: ["bob@example.com"]),
@@ -650,6 +650,24 @@ extension PostgresSecurityTests {
         #expect(refused?.code == .permissionFailure && refused?.message.contains("as the tables' owner") == true, "\(String(describing: refused))")
     }
 
+    @Test("a member's inserts have the records' statistics gathered as the tables' owner (stratus_analyze), which a role outside the group may not call")
+    func membersInsertsKeepStatistics() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).privateCloudDatabase
+        let zone = try await alice.save(RecordZone(zoneName: "Fresh")).zoneID
+        try await TestDatabase.save(makeRecords("Item", count: 1_100, prefix: "a", zoneID: zone) { ["n": .int64(Int64($0))] }, in: alice)
+        let admin = try PostgresConnection(url: store.database.url)
+        // pg_class's count, which ANALYZE sets in its own transaction (the statistics views lag).
+        let counted = try admin.query("SELECT reltuples FROM pg_class WHERE oid = to_regclass('records')")[0].double(0) ?? 0
+        #expect(counted >= 1_100, "\(counted)")
+        let outsider = "outsider_\(store.suffix)"
+        try admin.executeScript("CREATE ROLE \(outsider) LOGIN")
+        defer { try? admin.executeScript("DROP ROLE IF EXISTS \(outsider)") }
+        let refused = stratusError(await caughtError { try store.raw(outsider).query("SELECT stratus_analyze()") })
+        #expect(refused?.sqlState == "42501", "\(String(describing: refused))")
+    }
+
     /// Alice shares the hierarchy of her record `rootID` with Bob (read-only), and Bob accepts
     /// (through the store's owner: accepting changes Alice's share record, which no member's role writes).
     private static func shareWithBob(_ rootID: Record.ID, in alice: Database, _ store: SecureStore) async throws {
@@ -802,7 +820,7 @@ extension PostgresSecurityTests {
         let admin = try PostgresConnection(url: store.database.url)
         try admin.executeScript("DROP TRIGGER stratus_keep_acceptance ON share_members; DROP FUNCTION stratus_keep_acceptance(); UPDATE meta SET value = '13' WHERE key = 'version';")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "16")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "17")
         #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_keep_acceptance' AND tgrelid = 'share_members'::regclass")[0].int64(0) == 1)
     }
 
@@ -894,7 +912,7 @@ extension PostgresSecurityTests {
             UPDATE meta SET value = '14' WHERE key = 'version';
             """)
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "16")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "17")
         #expect(try admin.query("""
             SELECT count(*) FROM pg_trigger WHERE tgname IN ('stratus_adopt_no_records', 'stratus_participant_tombstone') AND tgrelid = 'records'::regclass
             """)[0].int64(0) == 2)
