@@ -10,7 +10,8 @@ import Synchronization
 /// rows: a word search in it then joins every record with every word of the zone (20,000
 /// records took 106 s instead of 0.04 s, measured). Fourfold steps keep the planner's idea of
 /// a growing zone within four times its size, at a handful of analyses per import (each
-/// samples at most 30,000 rows of a table, whatever its size).
+/// samples 300 rows per unit of the statistics target, 30,000 at PostgreSQL's default of 100,
+/// whatever the table's size).
 struct StatisticsSchedule: Sendable {
     static let firstAnalysis = 1_000
     static let growth = 4
@@ -40,12 +41,15 @@ struct StatisticsSchedule: Sendable {
 }
 
 extension PostgresEngine {
+    /// The advisory lock an analysis holds, so that of processes whose inserts make one due at
+    /// once, one runs it (`"STRATANA"`).
+    static let analysisLock: Int64 = 0x5354_5241_5441_4E41
+
     /// Analyzes `records` and `record_tokens` when the records this engine inserted make it
     /// due (``StatisticsSchedule``). Called after a write commits. A member of the row-level
-    /// security group asks the tables' owner's `stratus_analyze()`, which a store whose
-    /// row-level security an earlier version set up lacks (it then skips, as a role that is
-    /// neither does); an analysis that waits more than a moment for another (autovacuum's) is
-    /// skipped.
+    /// security group asks the tables' owner's `stratus_analyze()`; a role that is neither
+    /// skips. An analysis that another (of any process) is running, or that waits more than a
+    /// moment for autovacuum's, is skipped.
     func analyzeIfGrown(_ inserted: [Int64: Int]) {
         guard !inserted.isEmpty, statistics.withLock({ $0.note(inserted) }) else { return }
         do {
@@ -61,7 +65,13 @@ extension PostgresEngine {
                     statistics.withLock { $0.mayNotAnalyze = true }
                     return
                 }
-                try connection.executeScript("SET LOCAL lock_timeout = '200ms'; " + (owns ? "ANALYZE records, record_tokens" : "SELECT stratus_analyze()"))
+                guard !owns else {
+                    if try connection.query("SELECT pg_try_advisory_xact_lock(\(Self.analysisLock))")[0].bool(0) == true {
+                        try connection.executeScript("SET LOCAL lock_timeout = '200ms'; ANALYZE records, record_tokens")
+                    }
+                    return
+                }
+                try connection.execute("SELECT stratus_analyze()")
             }
         } catch {
             // The statistics are a help to the planner, never a condition of the write, which committed.

@@ -364,9 +364,14 @@ enum PostgresRowSecurity {
         REVOKE ALL ON FUNCTION \(s).stratus_participant_tombstone() FROM PUBLIC;
         -- Statistics of the records and their words, gathered as the tables' owner (ANALYZE is the owner's): a member's engine calls
         -- it after its inserts grew a zone (PostgresEngine.analyzeIfGrown), so that the planner knows the zone before autovacuum does.
-        CREATE OR REPLACE FUNCTION \(s).stratus_analyze() RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $stratus$
+        -- Its settings are the owner's (a member's statistics target, cost delay or lock wait would change what every user's
+        -- plans read, or how long the tables stay locked against schema changes); one analysis at a time, the others skip.
+        CREATE OR REPLACE FUNCTION \(s).stratus_analyze() RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+            SET search_path = pg_catalog, pg_temp SET default_statistics_target FROM CURRENT SET vacuum_cost_delay = 0 SET lock_timeout = '200ms' AS $stratus$
         BEGIN
-            ANALYZE \(s).records, \(s).record_tokens;
+            IF pg_try_advisory_xact_lock(\(PostgresEngine.analysisLock)) THEN
+                ANALYZE \(s).records, \(s).record_tokens;
+            END IF;
         END
         $stratus$;
         REVOKE ALL ON FUNCTION \(s).stratus_analyze() FROM PUBLIC;

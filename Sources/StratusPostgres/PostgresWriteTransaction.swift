@@ -541,6 +541,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                 INSERT INTO refs(zone_id, target_name, source_name, owner) SELECT $1, t, $2, $3 FROM unnest($4::text[]) AS t ON CONFLICT DO NOTHING
                 """, [.int64(zoneRow), .text(row.recordID.recordName), .text(context.storageOwner), .textArray(Array(row.deleteSelfTargets))])
         }
+        if !replacing { insertedCounts[zoneRow, default: 0] += 1 }
         // A replaced row's old words are gone already.
         try replaceWords(of: row, zone: zone, isNew: !replacing, clearing: !replacing)
         releasedAssetContents.formUnion(previousAssets.subtracting(row.assetContentIdentifiers))
