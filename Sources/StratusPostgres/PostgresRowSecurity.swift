@@ -370,7 +370,7 @@ enum PostgresRowSecurity {
             SET search_path = pg_catalog, pg_temp SET default_statistics_target FROM CURRENT SET vacuum_cost_delay = 0 SET lock_timeout = '200ms' AS $stratus$
         BEGIN
             IF pg_try_advisory_xact_lock(\(PostgresEngine.analysisLock)) THEN
-                ANALYZE \(s).records, \(s).record_tokens;
+                ANALYZE \(PostgresEngine.analyzedColumns(schema: s));
             END IF;
         END
         $stratus$;
