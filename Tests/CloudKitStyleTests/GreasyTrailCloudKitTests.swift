@@ -175,6 +175,35 @@ class BisectingOperationManager {
     }
 }
 
+/// The test's database for the app's operations: holds those added until
+/// ``releaseOneAfterAnother()``, then adds them to `database`, each depending on the one before.
+final class HeldDatabase: GreasyTrail.DatabaseType, @unchecked Sendable {
+    let database: Database
+    private var held: [DatabaseOperation] = []
+    private(set) var released = 0
+
+    init(_ database: Database) { self.database = database }
+
+    func recordTypes(matching query: Query, inZoneWith zoneID: RecordZone.ID?, desiredKeys: [Record.FieldKey]?,
+                     resultsLimit: Int) async throws -> (matchResults: [(Record.ID, Result<RecordType, Error>)], queryCursor: QueryOperation.Cursor?) {
+        try await database.recordTypes(matching: query, inZoneWith: zoneID, desiredKeys: desiredKeys, resultsLimit: resultsLimit)
+    }
+
+    func recordTypes(for ids: [Record.ID], desiredKeys: [Record.FieldKey]?) async throws -> [Record.ID: Result<RecordType, Error>] {
+        try await database.recordTypes(for: ids, desiredKeys: desiredKeys)
+    }
+
+    func add(_ operation: DatabaseOperation) { held.append(operation) }
+
+    /// Called on the thread that added the operations, after the app's `start()` returned.
+    func releaseOneAfterAnother() {
+        for (index, operation) in held.enumerated() where index > 0 { operation.addDependency(held[index - 1]) }
+        released = held.count
+        for operation in held { database.add(operation) }
+        held = []
+    }
+}
+
 /// Halves its batch until CloudKit takes it.
 class BisectingModifyRecordsOperation {
 
@@ -355,11 +384,18 @@ final class GreasyTrailCloudKitManager {
             // request (see `ModifyRecordsOperation.maximumItemsPerBatch`), so the app's
             // `limitExceeded` retry is not reached here; its split above 400 is.
             let batch = songs(600)
+            // The app starts the second half after the first is added, and counts halves without a
+            // lock: on a busy machine the first half could finish before the second is counted
+            // (the app then reports 300 records, and again 600). The test holds the halves until
+            // both are started, then runs them one after the other, as an idle machine would.
+            let held = HeldDatabase(database)
             let (saved, deleted, error): ([Record]?, [Record.ID]?, Error?) = await awaitCallback { done in
-                let operation = BisectingModifyRecordsOperation(recordsToSave: batch, recordIDsToDelete: nil, database: database)
+                let operation = BisectingModifyRecordsOperation(recordsToSave: batch, recordIDsToDelete: nil, database: held)
                 operation.bisectingModifyRecordsCompletionBlock = { saved, deleted, error in done((saved, deleted, error)) }
                 operation.start()
+                held.releaseOneAfterAnother()
             }
+            #expect(held.released == 2)
             #expect(error == nil)
             #expect(saved?.count == 600)
             #expect(deleted?.isEmpty == true)
