@@ -57,9 +57,19 @@ extension PostgresEngine {
                 let id = Record.ID(recordName: try row.text(0) ?? "", zoneID: request.zoneID)
                 changes.append((try row.int64(2) ?? 0, .deleted(id, recordType: try row.text(1) ?? "")))
             }
-            let batch = ChangeHistoryRules.batch(of: changes, limit: request.limit, current: end, incarnation: incarnation)
-            return ZoneChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing,
-                                   zoneEnd: ChangePosition(incarnation: incarnation, sequence: zone.sequence))
+            var moves: [(sequence: Int64, move: HierarchyMove)] = []
+            if request.includesHierarchyMoves {
+                let rows = try connection.query("""
+                    SELECT record_name, record_type, change_seq, left_roots::text FROM hierarchy_moves WHERE zone_id = $1 AND change_seq > $2 AND change_seq <= $3
+                    ORDER BY change_seq LIMIT $4
+                    """, [.int64(zone.row), .int64(after), .int64(end), .int64(Int64(request.limit) + 1)])
+                for row in rows {
+                    let id = Record.ID(recordName: try row.text(0) ?? "", zoneID: request.zoneID)
+                    moves.append((try row.int64(2) ?? 0, HierarchyMove(recordID: id, recordType: try row.text(1) ?? "", leftRoots: HierarchyMove.roots(decoding: try row.text(3)))))
+                }
+            }
+            return ChangeHistoryRules.zoneBatch(of: changes, moves: moves, limit: request.limit, current: end, incarnation: incarnation,
+                                                zoneEnd: ChangePosition(incarnation: incarnation, sequence: zone.sequence))
         }
     }
 
@@ -119,6 +129,17 @@ extension PostgresEngine {
             // Only what the history's new start accounts for: a writer that committed since the
             // count (read committed) may have added tombstones dated before the cutoff.
             result.recordTombstonesRemoved += try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND deleted_at < $2 AND change_seq <= $3", [.int64(zoneRow), cutoffValue, .int64(newest)])
+        }
+        // Hierarchy moves are history as tombstones are: kept as long, and the history starts after them.
+        let moveZones = try connection.query(scope == nil
+            ? "SELECT zone_id, max(change_seq) FROM hierarchy_moves WHERE moved_at < $1 GROUP BY zone_id"
+            : "SELECT m.zone_id, max(m.change_seq) FROM hierarchy_moves m JOIN zones z ON z.zone_id = m.zone_id WHERE m.moved_at < $1 AND z.container = $2 AND z.db = $3 AND z.owner = $4 GROUP BY m.zone_id",
+            [cutoffValue] + (scope ?? []))
+        for row in moveZones {
+            let zoneRow = try row.int64(0) ?? 0
+            let newest = try row.int64(1) ?? 0
+            try connection.execute("UPDATE zones SET history_start = greatest(history_start, $1) WHERE zone_id = $2", [.int64(newest), .int64(zoneRow)])
+            try connection.execute("DELETE FROM hierarchy_moves WHERE zone_id = $1 AND moved_at < $2 AND change_seq <= $3", [.int64(zoneRow), cutoffValue, .int64(newest)])
         }
         let databases = try connection.query(scope == nil
             ? "SELECT container, db, owner, max(db_change_seq), count(*) FROM zone_tombstones WHERE deleted_at < $1 GROUP BY container, db, owner"

@@ -61,6 +61,7 @@ extension PostgresEngine {
                 "DELETE FROM record_tokens WHERE zone_id IN (\(zones))",
                 "DELETE FROM asset_refs WHERE zone_id IN (\(zones))",
                 "DELETE FROM tombstones WHERE zone_id IN (\(zones))",
+                "DELETE FROM hierarchy_moves WHERE zone_id IN (\(zones))",
                 "DELETE FROM records WHERE zone_id IN (\(zones))",
                 "DELETE FROM zones WHERE container = $1",
                 "DELETE FROM zone_tombstones WHERE container = $1",

@@ -77,7 +77,7 @@ extension PostgresEngine {
                     outcome.deleteResults[zoneID] = .failure(StratusError.zoneNotFound(zoneID, in: database))
                     continue
                 }
-                for table in ["refs", "record_tokens", "asset_refs", "records", "tombstones", "zones"] {
+                for table in ["refs", "record_tokens", "asset_refs", "records", "tombstones", "hierarchy_moves", "zones"] {
                     try connection.execute("DELETE FROM \(table) WHERE zone_id = $1", [.int64(zone.row)])
                 }
                 deletedZones.append(zoneID)

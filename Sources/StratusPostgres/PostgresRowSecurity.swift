@@ -643,6 +643,12 @@ enum PostgresRowSecurity {
                 let write = "(\(ownedOr(table, public: gone))) AND \(inItsZone(table))"
                 let sharedZone = "tombstones.zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v WHERE v.accepted)"
                 return Rule(read: "(\(read) OR \(sharedZone))", insert: write, update: write, delete: read)
+            case "hierarchy_moves":
+                // Written by the zone's owner (shares are in private zones); a participant reads
+                // a shared zone's, as it reads its tombstones.
+                let write = "\(own) AND \(inItsZone(table))"
+                let sharedZone = "hierarchy_moves.zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v WHERE v.accepted)"
+                return Rule(read: "(\(read) OR \(sharedZone))", insert: write, update: write, delete: own)
             case "zones":
                 // A participant reads the zones of the shares naming it (an invitee finds the share).
                 let created = ownedOr(table, public: "zones.zone_name = '\(RecordZone.ID.default.zoneName)' AND zones.zone_owner = ''")

@@ -82,8 +82,13 @@ import Foundation
 /// which gathers the statistics of the records and their words as the tables' owner, so that a
 /// member's engine keeps the planner's idea of the zones it fills up to date
 /// (``PostgresEngine/analyzeIfGrown(_:)``); the upgrade applies it.
+///
+/// Version 18 keeps records' moves between share hierarchies (`hierarchy_moves`,
+/// ``Stratus/HierarchyMove``): a new table, created by `CREATE … IF NOT EXISTS`, which its
+/// row-level security lets an accepted participant's role read as it reads tombstones; the
+/// upgrade applies it.
 enum PostgresSchema {
-    static let version = 17
+    static let version = 18
     /// The version whose `ix_` indexes hold declared values only.
     static let declaredValueIndexVersion = 11
     /// The version the share index came with; stores below it have their shares indexed.
@@ -91,7 +96,7 @@ enum PostgresSchema {
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
-    static let rowSecurityVersion = 17
+    static let rowSecurityVersion = 18
     /// The version the asset step brought.
     static let assetStoreVersion = 3
     /// The version whose index entries are bounded (prefixes of long strings and words).
@@ -149,6 +154,17 @@ enum PostgresSchema {
         );
         CREATE INDEX IF NOT EXISTS tombstones_by_change ON tombstones(zone_id, change_seq);
         CREATE INDEX IF NOT EXISTS tombstones_by_deleted_at ON tombstones(deleted_at);
+        CREATE TABLE IF NOT EXISTS hierarchy_moves(
+            zone_id bigint NOT NULL,
+            record_name text COLLATE "C" NOT NULL,
+            owner text COLLATE "C" NOT NULL,
+            record_type text COLLATE "C" NOT NULL,
+            change_seq bigint NOT NULL,
+            moved_at double precision NOT NULL,
+            left_roots jsonb NOT NULL,
+            PRIMARY KEY(zone_id, record_name)
+        );
+        CREATE INDEX IF NOT EXISTS hierarchy_moves_by_change ON hierarchy_moves(zone_id, change_seq);
         CREATE TABLE IF NOT EXISTS refs(
             zone_id bigint NOT NULL,
             target_name text COLLATE "C" NOT NULL,
@@ -372,7 +388,7 @@ enum PostgresSchema {
 
     /// The tables whose rows belong to a database owner (`owner`: empty for the public
     /// database), which row-level security restricts.
-    static let ownedTables = ["zones", "records", "tombstones", "refs", "record_tokens", "database_history", "zone_tombstones",
+    static let ownedTables = ["zones", "records", "tombstones", "hierarchy_moves", "refs", "record_tokens", "database_history", "zone_tombstones",
                               "asset_contents", "asset_chunks", "asset_refs", "asset_holds",
                               "subscriptions", "subscription_state"]
 

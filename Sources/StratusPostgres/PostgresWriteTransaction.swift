@@ -947,6 +947,49 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         return error
     }
 
+    // MARK: - Share hierarchies
+
+    func shareRoots(inZone zoneName: String) throws -> Set<String> {
+        Set(try connection.query("SELECT root_name FROM share_index WHERE container = $1 AND owner = $2 AND zone_name = $3 AND root_name IS NOT NULL",
+                                 [.text(context.storageContainer), .text(context.storageOwner), .text(zoneName)]).compactMap { try $0.text(0) })
+    }
+
+    func childRecords(of parentNames: [String], inZone zoneID: RecordZone.ID) throws -> [(parent: String, name: String, recordType: String)] {
+        guard let zone = try zoneIndex(zoneID), !parentNames.isEmpty else { return [] }
+        // Rows this transaction holds back are written first: an update deferred may be a new parent.
+        try writeDeferredDeletes()
+        try writeDeferredUpdates()
+        return try connection.query("SELECT parent_name, record_name, record_type FROM records WHERE zone_id = $1 AND parent_name = ANY($2::text[])",
+                                    [.int64(states[zone].row), .textArray(Array(Set(parentNames)))]).map { row in
+            (try row.text(0) ?? "", try row.text(1) ?? "", try row.text(2) ?? "")
+        }
+    }
+
+    func recordHierarchyMoves(_ moves: [HierarchyMove]) throws {
+        var rows: [PrefetchKey: (zone: Int, move: HierarchyMove)] = [:]
+        var order: [PrefetchKey] = []
+        for move in moves {
+            let zone = try existingZone(move.recordID.zoneID)
+            let key = PrefetchKey(zoneRow: states[zone].row, recordName: move.recordID.recordName)
+            if let earlier = rows[key] {
+                rows[key] = (zone, HierarchyMove(recordID: move.recordID, recordType: move.recordType, leftRoots: earlier.move.leftRoots.union(move.leftRoots)))
+            } else {
+                order.append(key)
+                rows[key] = (zone, move)
+            }
+        }
+        guard !order.isEmpty else { return }
+        let written = order.compactMap { rows[$0] }
+        try connection.execute("""
+            INSERT INTO hierarchy_moves(zone_id, record_name, owner, record_type, change_seq, moved_at, left_roots)
+            SELECT u.z, u.n, $4, u.t, u.seq, $5, u.r::jsonb FROM unnest($1::int8[], $2::text[], $3::text[], $6::int8[], $7::text[]) AS u(z, n, t, seq, r)
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, moved_at = excluded.moved_at,
+                left_roots = (SELECT coalesce(jsonb_agg(DISTINCT e ORDER BY e), '[]'::jsonb) FROM jsonb_array_elements_text(hierarchy_moves.left_roots || excluded.left_roots) AS e)
+            """, [.int64Array(written.map { states[$0.zone].row }), .textArray(written.map(\.move.recordID.recordName)), .textArray(written.map(\.move.recordType)),
+                  .text(context.storageOwner), .double(now.timeIntervalSinceReferenceDate),
+                  .int64Array(written.map { nextSequence($0.zone) }), .textArray(written.map { HierarchyMove.encodedRoots($0.move.leftRoots) })])
+    }
+
     // MARK: - Deleting
 
     func deleteRecord(_ id: Record.ID) throws -> Bool {

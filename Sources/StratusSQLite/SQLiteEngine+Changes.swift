@@ -32,9 +32,20 @@ extension SQLiteEngine {
                 let id = Record.ID(recordName: tombstones.text(0) ?? "", zoneID: request.zoneID)
                 changes.append((tombstones.int64(2), .deleted(id, recordType: tombstones.text(1) ?? "")))
             }
-            let batch = ChangeHistoryRules.batch(of: changes, limit: request.limit, current: end, incarnation: incarnation)
-            return ZoneChangeBatch(changes: batch.changes, position: batch.position, moreComing: batch.moreComing,
-                                   zoneEnd: ChangePosition(incarnation: incarnation, sequence: zone.sequence))
+            var moves: [(sequence: Int64, move: HierarchyMove)] = []
+            if request.includesHierarchyMoves {
+                let select = try connection.statement("""
+                    SELECT record_name, record_type, change_seq, left_roots FROM hierarchy_moves WHERE zone_id = ? AND change_seq > ? AND change_seq <= ?
+                    ORDER BY change_seq LIMIT ?
+                    """)
+                try select.bind([.integer(zone.row), .integer(after), .integer(end), .integer(Int64(request.limit) + 1)])
+                while try select.step() {
+                    let id = Record.ID(recordName: select.text(0) ?? "", zoneID: request.zoneID)
+                    moves.append((select.int64(2), HierarchyMove(recordID: id, recordType: select.text(1) ?? "", leftRoots: HierarchyMove.roots(decoding: select.text(3)))))
+                }
+            }
+            return ChangeHistoryRules.zoneBatch(of: changes, moves: moves, limit: request.limit, current: end, incarnation: incarnation,
+                                                zoneEnd: ChangePosition(incarnation: incarnation, sequence: zone.sequence))
         }
     }
 
@@ -113,6 +124,22 @@ extension SQLiteEngine {
             try advance.bind([.integer(zone.newest), .integer(zone.row)])
             try advance.step()
             let remove = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND deleted_at < ?")
+            try remove.bind([.integer(zone.row), cutoffValue])
+            try remove.step()
+        }
+
+        // Hierarchy moves are history as tombstones are: kept as long, and the history starts after them.
+        let moveZones = try connection.statement(scope == nil
+            ? "SELECT zone_id, max(change_seq) FROM hierarchy_moves WHERE moved_at < ? GROUP BY zone_id"
+            : "SELECT m.zone_id, max(m.change_seq) FROM hierarchy_moves m JOIN zones z ON z.zone_id = m.zone_id WHERE m.moved_at < ? AND z.container = ? AND z.db = ? AND z.owner = ? GROUP BY m.zone_id")
+        try moveZones.bind([cutoffValue] + (scope ?? []))
+        var movesCompacted: [(row: Int64, newest: Int64)] = []
+        while try moveZones.step() { movesCompacted.append((moveZones.int64(0), moveZones.int64(1))) }
+        for zone in movesCompacted {
+            let advance = try connection.statement("UPDATE zone_state SET history_start = max(history_start, ?) WHERE zone_id = ?")
+            try advance.bind([.integer(zone.newest), .integer(zone.row)])
+            try advance.step()
+            let remove = try connection.statement("DELETE FROM hierarchy_moves WHERE zone_id = ? AND moved_at < ?")
             try remove.bind([.integer(zone.row), cutoffValue])
             try remove.step()
         }

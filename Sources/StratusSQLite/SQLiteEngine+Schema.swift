@@ -44,6 +44,7 @@ extension SQLiteEngine {
                 "DELETE FROM record_tokens WHERE zone_id IN (\(zones))",
                 "DELETE FROM asset_refs WHERE zone_id IN (\(zones))",
                 "DELETE FROM tombstones WHERE zone_id IN (\(zones))",
+                "DELETE FROM hierarchy_moves WHERE zone_id IN (\(zones))",
                 "DELETE FROM records WHERE zone_id IN (\(zones))",
                 "DELETE FROM zone_state WHERE zone_id IN (\(zones))",
                 "DELETE FROM zones WHERE container = ?1",

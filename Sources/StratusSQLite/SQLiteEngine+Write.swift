@@ -1,5 +1,6 @@
 import Foundation
 @_spi(StratusEngine) import Stratus
+import StratusSQL
 
 extension SQLiteEngine {
     @_spi(StratusEngine)
@@ -553,6 +554,51 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(try nextSequence(zone)), .real(now.timeIntervalSinceReferenceDate)])
         try tombstone.step()
         return true
+    }
+
+    // MARK: - Share hierarchies
+
+    func shareRoots(inZone zoneName: String) throws -> Set<String> {
+        let select = try connection.statement("SELECT root_name FROM share_index WHERE container = ? AND owner = ? AND zone_name = ? AND root_name IS NOT NULL")
+        try select.bind([.text(context.storageContainer), .text(context.storageOwner), .text(zoneName)])
+        defer { select.reset() }
+        var roots: Set<String> = []
+        while try select.step() { if let root = select.text(0) { roots.insert(root) } }
+        return roots
+    }
+
+    func childRecords(of parentNames: [String], inZone zoneID: RecordZone.ID) throws -> [(parent: String, name: String, recordType: String)] {
+        guard let zone = try zoneIndex(zoneID) else { return [] }
+        try applyPendingChanges()
+        // `records_by_parent` answers each name.
+        let select = try connection.statement("SELECT record_name, record_type FROM records WHERE zone_id = ? AND parent_name = ?")
+        var children: [(parent: String, name: String, recordType: String)] = []
+        for parent in Set(parentNames) {
+            select.reset()
+            try select.bind([.integer(zones[zone].row), .text(parent)])
+            while try select.step() { children.append((parent, select.text(0) ?? "", select.text(1) ?? "")) }
+        }
+        select.reset()
+        return children
+    }
+
+    func recordHierarchyMoves(_ moves: [HierarchyMove]) throws {
+        let earlier = try connection.statement("SELECT left_roots FROM hierarchy_moves WHERE zone_id = ? AND record_name = ?")
+        let write = try connection.statement("INSERT OR REPLACE INTO hierarchy_moves(zone_id, record_name, record_type, change_seq, moved_at, left_roots) VALUES (?, ?, ?, ?, ?, ?)")
+        for move in moves {
+            let zone = try existingZone(move.recordID.zoneID)
+            let key: [SQLValue] = [.integer(zones[zone].row), .text(move.recordID.recordName)]
+            earlier.reset()
+            try earlier.bind(key)
+            var roots = move.leftRoots
+            if try earlier.step() { roots.formUnion(HierarchyMove.roots(decoding: earlier.text(0))) }
+            earlier.reset()
+            write.reset()
+            try write.bind(key + [.text(move.recordType), .integer(try nextSequence(zone)), .real(now.timeIntervalSinceReferenceDate),
+                                  .text(HierarchyMove.encodedRoots(roots))])
+            try write.step()
+        }
+        write.reset()
     }
 
     /// Writes and removes the rows of `records` that writes and deletions left pending.

@@ -91,7 +91,7 @@ extension SQLiteEngine {
         }
         // Every table keyed by zone_id must be cleared here; zone rows are never reused, so a
         // leftover row could never surface in another zone, but it would waste space.
-        for table in ["refs", "asset_refs", "records", "tombstones", "zone_state", "zones"] {
+        for table in ["refs", "asset_refs", "records", "tombstones", "hierarchy_moves", "zone_state", "zones"] {
             let delete = try connection.statement("DELETE FROM \(table) WHERE zone_id = ?")
             try delete.bind([.integer(zone.row)])
             try delete.step()

@@ -243,6 +243,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             try connection.execute(SQLiteSchema.assetTables)
             try connection.execute(SQLiteSchema.subscriptions)
             try connection.execute(SQLiteSchema.shareIndex)
+            try connection.execute(SQLiteSchema.hierarchyMoves)
             let columns = try addMissingColumns(on: connection)
             if found < SQLiteSchema.version || !columns.contains("change_key") {
                 connection.resetActiveStatements()   // DROP TABLE needs no statement of this connection running

@@ -49,8 +49,10 @@
 ///   without addresses).
 /// - version 13 indexes records by parent (``recordsByParent``, partial: records with a parent
 ///   only), created by `CREATE … IF NOT EXISTS` on open; no step.
+/// - version 14 keeps records' moves between share hierarchies (``hierarchyMoves``): a new
+///   table, created by `CREATE … IF NOT EXISTS` on open; no step (moves before it were not kept).
 enum SQLiteSchema {
-    static let version: Int64 = 13
+    static let version: Int64 = 14
     /// The version the share index came with; stores below it have their shares indexed.
     static let shareIndexVersion: Int64 = 11
 
@@ -310,10 +312,26 @@ enum SQLiteSchema {
         CREATE INDEX IF NOT EXISTS share_members_by_share ON share_members(container, owner, zone_name, share_name);
         """
 
+    /// Records whose place in share hierarchies changed (version 14, ``Stratus/HierarchyMove``),
+    /// at a change position of their zone, as tombstones are: the latest move of each record,
+    /// with the roots of the hierarchies it left (a JSON array of names).
+    static let hierarchyMoves = """
+        CREATE TABLE IF NOT EXISTS hierarchy_moves(
+            zone_id INTEGER NOT NULL,
+            record_name TEXT NOT NULL,
+            record_type TEXT NOT NULL,
+            change_seq INTEGER NOT NULL,
+            moved_at REAL NOT NULL,
+            left_roots TEXT NOT NULL,
+            PRIMARY KEY(zone_id, record_name)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS hierarchy_moves_by_change ON hierarchy_moves(zone_id, change_seq);
+        """
+
     /// Every table and index the statements above create.
     static let objectNames: Set<String> = {
         var names: Set<String> = []
-        for statement in [create, indexing, users, userDiscovery, assetTables, subscriptions, shareIndex] {
+        for statement in [create, indexing, users, userDiscovery, assetTables, subscriptions, shareIndex, hierarchyMoves] {
             var rest = Substring(statement)
             while let range = rest.range(of: "IF NOT EXISTS ") {
                 rest = rest[range.upperBound...]

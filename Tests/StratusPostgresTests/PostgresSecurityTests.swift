@@ -421,7 +421,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "17")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "18")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
@@ -488,7 +488,7 @@ extension PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 12") == true, "\(String(describing: member))")
 
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "17")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "18")
         try store.owner.modifyUserDirectory(containerIdentifier: store.identifier, saving: [
             UserDirectoryEntry(login: store.alice, userRecordName: store.aliceName, emailAddresses: ["alice@example.com"], isDiscoverable: true),
             UserDirectoryEntry(login: store.bob, userRecordName: store.bobName, emailAddresses: ["bob@example.com"]),
@@ -825,7 +825,7 @@ extension PostgresSecurityTests {
         let admin = try PostgresConnection(url: store.database.url)
         try admin.executeScript("DROP TRIGGER stratus_keep_acceptance ON share_members; DROP FUNCTION stratus_keep_acceptance(); UPDATE meta SET value = '13' WHERE key = 'version';")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "17")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "18")
         #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_keep_acceptance' AND tgrelid = 'share_members'::regclass")[0].int64(0) == 1)
     }
 
@@ -906,6 +906,55 @@ extension PostgresSecurityTests {
         #expect(try await alice.recordZoneChanges(inZoneWith: lists, since: next.changeToken).deletions.isEmpty)
     }
 
+    @Test("a member's move of a record out of its share reaches the participant's own role as a deletion; with raw SQL that role reads the moves of the zones it accepted and a role the share does not name none, nor may it write one into the owner's zone")
+    func hierarchyMovesReachTheParticipantsRole() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let aliceName = store.aliceName
+        let (alice, lists, _) = try await store.shareAlicesList(bob: .readOnly) { lists in
+            let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+            let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
+            milk.setParent(root)
+            let bread = makeRecord("Item", "bread", zoneID: lists, ["title": .string("Bread")])
+            bread.setParent(milk)
+            return [root, milk, bread]
+        }
+        let sharedLists = RecordZone.ID(zoneName: "Lists", ownerName: aliceName)
+        let bobsOwnRole = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob).sharedCloudDatabase
+        let start = try await bobsOwnRole.recordZoneChanges(inZoneWith: sharedLists, since: nil)
+        #expect(Set(start.modificationResultsByID.keys.map(\.recordName)).isSuperset(of: ["groceries", "milk", "bread"]))
+
+        // Alice's own role (a member) takes `milk` out of the list.
+        let milk = try await alice.record(for: Record.ID(recordName: "milk", zoneID: lists))
+        milk.setParent(nil as Record.ID?)
+        _ = try await alice.save(milk)
+        let later = try await bobsOwnRole.recordZoneChanges(inZoneWith: sharedLists, since: start.changeToken)
+        #expect(Set(later.deletions.map(\.recordID.recordName)) == ["milk", "bread"] && later.modificationResultsByID.isEmpty, "\(later.deletions)")
+
+        let moves = "SELECT record_name FROM hierarchy_moves WHERE owner = $1 ORDER BY record_name"
+        #expect(try store.raw(store.bob).query(moves, [.text(aliceName)]).map { try $0.text(0) } == ["bread", "milk"])
+        #expect(try store.raw(store.carol).query(moves, [.text(aliceName)]).isEmpty)
+        let forged = stratusError(await caughtError {
+            try store.raw(store.bob).execute("""
+                INSERT INTO hierarchy_moves(zone_id, record_name, owner, record_type, change_seq, moved_at, left_roots)
+                SELECT zone_id, 'forged', owner, 'Item', change_seq + 1, 0, '[]' FROM zones WHERE owner = $1 AND zone_name = 'Lists'
+                """, [.text(aliceName)])
+        })
+        #expect(forged?.sqlState == "42501", "\(String(describing: forged))")
+    }
+
+    @Test("a version 17 store with row-level security opens as the current version, with the hierarchy moves table and its policies")
+    func upgradeFromVersion17AddsHierarchyMoves() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let admin = try PostgresConnection(url: store.database.url)
+        try admin.executeScript("DROP TABLE hierarchy_moves; UPDATE meta SET value = '17' WHERE key = 'version';")
+        _ = try PostgresEngine(url: store.database.url)
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "18")
+        #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'hierarchy_moves'")[0].int64(0) ?? 0 > 0)
+        #expect(try store.raw(store.bob).query("SELECT count(*) FROM hierarchy_moves")[0].int64(0) == 0, "the group may read it")
+    }
+
     @Test("a version 14 store with row-level security opens as the current version, whose records triggers keep participants from creating records under a deleted parent's name and write their deletions' tombstones")
     func upgradeFromVersion14AppliesHierarchyTriggers() async throws {
         let store = try SecureStore()
@@ -917,7 +966,7 @@ extension PostgresSecurityTests {
             UPDATE meta SET value = '14' WHERE key = 'version';
             """)
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "17")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "18")
         #expect(try admin.query("""
             SELECT count(*) FROM pg_trigger WHERE tgname IN ('stratus_adopt_no_records', 'stratus_participant_tombstone') AND tgrelid = 'records'::regclass
             """)[0].int64(0) == 2)

@@ -8,6 +8,8 @@ extension EngineConformance {
     static let sharedHierarchyCases: [TestCase] = [
         TestCase("a read-write participant cannot create a record under the name of a deleted parent whose children are still stored: the children stay outside the share; a zone shared as a whole allows it", noAdoptionOfOrphans),
         TestCase("in a zone shared record by record, a participant's deletion of a stored record outside the share and of a name never stored answer alike (unknownItem, as a fetch does) and delete nothing; in a zone shared as a whole a name never stored is deleted as in the owner's zone", deletionsTellNoNames),
+        TestCase("a record that leaves a participant's hierarchy (the owner gives it another parent, or deletes a record above it) is reported deleted to them with everything below it, in their zone changes since their token; moves in another share's hierarchy reach no other participant, and the owner's own zone changes report only what the owner did", leavingAHierarchyIsADeletion),
+        TestCase("a record that comes into a participant's hierarchy (the owner gives it a parent in the share, or makes again the deleted parent orphans still name) is reported changed to them with everything below it; a small resultsLimit pages through the moves as through other changes", enteringAHierarchyIsAChange),
     ]
 
     /// Alice's zone `Family` holding `records` (made for the zone's ID), shared as a whole with
@@ -27,6 +29,117 @@ extension EngineConformance {
         let saved = try #require(try await alice.privateCloudDatabase.modifyRecords(saving: [share], deleting: []).saveResults[share.recordID]?.get() as? Share)
         try await bob.accept(try await bob.shareMetadata(for: try #require(saved.url)))
         return (family, RecordZone.ID(zoneName: "Family", ownerName: try await alice.userRecordID().recordName))
+    }
+
+    /// Bob's record zone changes since `token`: the names changed and the names deleted (with
+    /// their types), read in pages of `limit`; and the token after them.
+    private static func changeNames(_ shared: Database, _ zoneID: RecordZone.ID, since token: ServerChangeToken?, limit: Int? = nil) async throws
+        -> (changed: Set<String>, deleted: [String: String], token: ServerChangeToken) {
+        var changed: Set<String> = []
+        var deleted: [String: String] = [:]
+        var token = token
+        var more = true
+        while more {
+            let batch = try await shared.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: limit)
+            for (id, result) in batch.modificationResultsByID {
+                _ = try result.get()
+                deleted[id.recordName] = nil
+                changed.insert(id.recordName)
+            }
+            for deletion in batch.deletions {
+                changed.remove(deletion.recordID.recordName)
+                deleted[deletion.recordID.recordName] = deletion.recordType
+            }
+            (token, more) = (batch.changeToken, batch.moreComing)
+        }
+        return (changed, deleted, try #require(token))
+    }
+
+    private static func leavingAHierarchyIsADeletion(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        let bob = env.container(user: "bob")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let shared = bob.sharedCloudDatabase
+        let ownZone = RecordZone.ID(zoneName: "Lists")
+        let start = try await changeNames(shared, zoneID, since: nil)
+        #expect(start.changed == ["groceries", "milk", "bread", share.recordID.recordName] && start.deleted.isEmpty)
+        let aliceStart = try await alice.recordZoneChanges(inZoneWith: ownZone, since: nil).changeToken
+
+        // Alice takes `milk` out of the list: it and `bread` below it leave Bob's hierarchy.
+        let milk = try await alice.record(for: Record.ID(recordName: "milk", zoneID: ownZone))
+        milk.setParent(nil as Record.ID?)
+        _ = try await alice.save(milk)
+        let left = try await changeNames(shared, zoneID, since: start.token)
+        #expect(left.changed.isEmpty && left.deleted == ["milk": "Item", "bread": "Item"], "\(left)")
+        await expectCode(.unknownItem) { _ = try await shared.record(for: Record.ID(recordName: "bread", zoneID: zoneID)) }
+        // Read again from the same token, the answer is the same; from the new one, nothing.
+        #expect(try await changeNames(shared, zoneID, since: start.token).deleted == ["milk": "Item", "bread": "Item"])
+        let after = try await changeNames(shared, zoneID, since: left.token)
+        #expect(after.changed.isEmpty && after.deleted.isEmpty)
+
+        // Another share of the zone, Bob not in it: what moves in its hierarchy is not Bob's to hear of.
+        let chores = Record(recordType: "List", recordID: Record.ID(recordName: "chores", zoneID: ownZone))
+        let storedChores = try await alice.save(chores)
+        _ = try await alice.modifyRecords(saving: [storedChores, Share(rootRecord: storedChores)], deleting: [])
+        let diary = try await alice.record(for: Record.ID(recordName: "diary", zoneID: ownZone))
+        diary.setParent(chores)
+        _ = try await alice.save(diary)
+        let diaryBack = try await alice.record(for: diary.recordID)
+        diaryBack.setParent(nil as Record.ID?)
+        _ = try await alice.save(diaryBack)
+        let others = try await changeNames(shared, zoneID, since: after.token)
+        #expect(others.changed.isEmpty && others.deleted.isEmpty, "\(others)")
+
+        // Back under the list, then `milk` deleted: `bread`, still stored, leaves with it.
+        let milkBack = try await alice.record(for: milk.recordID)
+        milkBack.setParent(Record.ID(recordName: "groceries", zoneID: ownZone))
+        _ = try await alice.save(milkBack)
+        let back = try await changeNames(shared, zoneID, since: after.token)
+        #expect(back.changed == ["milk", "bread"] && back.deleted.isEmpty, "\(back)")
+        _ = try await alice.deleteRecord(withID: milk.recordID)
+        let orphaned = try await changeNames(shared, zoneID, since: back.token)
+        #expect(orphaned.changed.isEmpty && orphaned.deleted == ["milk": "Item", "bread": "Item"], "\(orphaned)")
+        #expect(try await alice.record(for: Record.ID(recordName: "bread", zoneID: ownZone))["title"] as? String == "Bread")
+
+        // Alice's own changes tell what she did, and `bread`, unchanged, is not among them.
+        let own = try await alice.recordZoneChanges(inZoneWith: ownZone, since: aliceStart)
+        #expect(own.deletions.map(\.recordID.recordName) == ["milk"])
+        #expect(own.modificationResultsByID.keys.contains { $0.recordName == "diary" } && !own.modificationResultsByID.keys.contains { $0.recordName == "bread" })
+    }
+
+    private static func enteringAHierarchyIsAChange(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        let bob = env.container(user: "bob")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let shared = bob.sharedCloudDatabase
+        let ownZone = RecordZone.ID(zoneName: "Lists")
+        // A pantry of three levels, outside the list.
+        let pantry = Record(recordType: "List", recordID: Record.ID(recordName: "pantry", zoneID: ownZone))
+        let rice = Record(recordType: "Item", recordID: Record.ID(recordName: "rice", zoneID: ownZone))
+        rice.setParent(pantry)
+        let grain = Record(recordType: "Note", recordID: Record.ID(recordName: "basmati", zoneID: ownZone))
+        grain.setParent(rice)
+        _ = try await alice.modifyRecords(saving: [pantry, rice, grain], deleting: [])
+        let start = try await changeNames(shared, zoneID, since: nil)
+        #expect(start.changed == ["groceries", "milk", "bread", share.recordID.recordName])
+
+        // Alice puts the pantry under the list: all of it is Bob's now, pages of two at a time.
+        let stored = try await alice.record(for: pantry.recordID)
+        stored.setParent(Record.ID(recordName: "groceries", zoneID: ownZone))
+        _ = try await alice.save(stored)
+        let came = try await changeNames(shared, zoneID, since: start.token, limit: 2)
+        #expect(came.changed == ["pantry", "rice", "basmati"] && came.deleted.isEmpty, "\(came)")
+        #expect(try await shared.record(for: Record.ID(recordName: "basmati", zoneID: zoneID)).recordType == "Note")
+
+        // `milk` deleted orphans `bread`; made again under the list, it takes `bread` back.
+        _ = try await alice.deleteRecord(withID: Record.ID(recordName: "milk", zoneID: ownZone))
+        let gone = try await changeNames(shared, zoneID, since: came.token)
+        #expect(gone.deleted == ["milk": "Item", "bread": "Item"], "\(gone)")
+        let milk = Record(recordType: "Item", recordID: Record.ID(recordName: "milk", zoneID: ownZone))
+        milk.setParent(Record.ID(recordName: "groceries", zoneID: ownZone))
+        _ = try await alice.save(milk)
+        let again = try await changeNames(shared, zoneID, since: gone.token)
+        #expect(again.changed == ["milk", "bread"] && again.deleted.isEmpty, "\(again)")
     }
 
     private static func deletionsTellNoNames(_ env: Environment) async throws {

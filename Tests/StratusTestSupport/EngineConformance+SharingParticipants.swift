@@ -14,7 +14,7 @@ extension EngineConformance {
         TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
         TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
         TestCase("a participant leaves a shared zone by deleting it from their shared database: every share of the zone they accepted marks them removed, the zone leaves their shared database, the owner's records and other participants stay; a zone they do not reach is zoneNotFound", participantLeavesZone),
-        TestCase("a participant's database subscription of the shared database fires, in the owner's write, for a save of a record they reach and a deletion in the zone, never for a record outside their hierarchy or a participant who did not accept; a participant's write tells the others; a deletion tells subscriptions of every type; a participant the owner removes, those of a share the owner deletes and those of a zone the owner deletes are told they lost it", sharedDatabaseSubscriptionFires),
+        TestCase("a participant's database subscription of the shared database fires, in the owner's write, for a save of a record they reach and a deletion in the zone, never for a record outside their hierarchy or a participant who did not accept; a participant's write tells the others; a deletion, and a record moved out of the hierarchy, tell subscriptions of every type; a participant the owner removes, those of a share the owner deletes and those of a zone the owner deletes are told they lost it", sharedDatabaseSubscriptionFires),
         TestCase("an owner who is also a participant elsewhere keeps her private and shared database subscriptions apart: a participant's write in her zone tells her private one, a write in a zone shared with her her shared one", ownersPrivateAndSharedSubscriptionsStayApart),
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
         TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
@@ -435,6 +435,12 @@ extension EngineConformance {
         // Bob's write through the shared database tells Carol, and his own subscription, as a
         // write in a private database tells its user's private subscriptions.
         #expect(try await told("carol", carol) == ["shared-changes shared", "shared-changes shared"], "the new record and the deletion")
+        // A record moved out of the hierarchy is a deletion to them: it tells every type too.
+        let movedEggs = try await alice.record(for: eggs.recordID)
+        movedEggs.setParent(nil as Record.ID?)
+        _ = try await alice.save(movedEggs)
+        #expect(try await told("bob", bob) == ["shared-changes shared", "shared-lists shared"])
+        #expect(try await told("carol", carol) == ["shared-changes shared"])
         let milk = try await bob.sharedCloudDatabase.record(for: Record.ID(recordName: "milk", zoneID: zoneID))
         milk["title"] = "Oat milk"
         _ = try await bob.sharedCloudDatabase.save(milk)

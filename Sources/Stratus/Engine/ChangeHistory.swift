@@ -48,13 +48,56 @@ public struct ZoneChangesRequest: Hashable, Sendable {
     /// pipeline that saves into the zone it reads) passes the first batch's
     /// ``ZoneChangeBatch/zoneEnd``. Engines read up to ``ChangeHistoryRules/end(of:current:after:)``.
     public var through: ChangePosition?
+    /// Whether the batch carries the zone's hierarchy moves (``ZoneChangeBatch/hierarchyMoves``):
+    /// what the shared database reads for its participants; other readers leave it false.
+    public var includesHierarchyMoves: Bool
 
-    public init(zoneID: RecordZone.ID, after position: ChangePosition?, limit: Int, desiredKeys: [String]? = nil, through: ChangePosition? = nil) {
+    public init(zoneID: RecordZone.ID, after position: ChangePosition?, limit: Int, desiredKeys: [String]? = nil, through: ChangePosition? = nil,
+                includesHierarchyMoves: Bool = false) {
         self.zoneID = zoneID
         self.position = position
         self.limit = limit
         self.desiredKeys = desiredKeys
         self.through = through
+        self.includesHierarchyMoves = includesHierarchyMoves
+    }
+}
+
+/// A record whose place in its zone's share hierarchies changed without a change of its own: a
+/// record above it moved (a new `parent`) or was deleted, or a record was made under the name
+/// its parent chain names. The record itself may have moved too. The core writes these
+/// (``RecordWriteTransaction/recordHierarchyMoves(_:)``) in zones with record-level shares, so
+/// that a participant's zone changes report a record that left their hierarchy as deleted, and
+/// one that came into it as changed, as CloudKit's do; engines keep them as change history, at
+/// a change position of the zone, the latest move of a record replacing an earlier one.
+///
+/// ```swift
+/// try transaction.recordHierarchyMoves([HierarchyMove(recordID: milk, recordType: "Item", leftRoots: ["groceries"])])
+/// ```
+@_spi(StratusEngine)
+public struct HierarchyMove: Hashable, Sendable {
+    public var recordID: Record.ID
+    public var recordType: String
+    /// The roots of record-level shares whose hierarchies the record left (empty when it only
+    /// came into hierarchies). An engine replacing an earlier move of the record keeps the
+    /// roots of both.
+    public var leftRoots: Set<String>
+
+    public init(recordID: Record.ID, recordType: String, leftRoots: Set<String>) {
+        self.recordID = recordID
+        self.recordType = recordType
+        self.leftRoots = leftRoots
+    }
+
+    /// Root names as engines store them: a JSON array, sorted.
+    public static func encodedRoots(_ roots: Set<String>) -> String {
+        (try? String(decoding: JSONEncoder().encode(roots.sorted()), as: UTF8.self)) ?? "[]"
+    }
+
+    /// The root names of ``encodedRoots(_:)``'s text; none for anything else.
+    public static func roots(decoding text: String?) -> Set<String> {
+        guard let text, let names = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else { return [] }
+        return Set(names)
     }
 }
 
@@ -87,12 +130,16 @@ public struct ZoneChangeBatch: Sendable {
     /// The zone's latest position when the batch was read, whatever the request's bound; nil
     /// from an engine that does not say.
     public var zoneEnd: ChangePosition?
+    /// The hierarchy moves within the batch's positions, when the request asked for them
+    /// (``ZoneChangesRequest/includesHierarchyMoves``): counted in its limit with its changes.
+    public var hierarchyMoves: [HierarchyMove]
 
-    public init(changes: [Change], position: ChangePosition, moreComing: Bool, zoneEnd: ChangePosition? = nil) {
+    public init(changes: [Change], position: ChangePosition, moreComing: Bool, zoneEnd: ChangePosition? = nil, hierarchyMoves: [HierarchyMove] = []) {
         self.changes = changes
         self.position = position
         self.moreComing = moreComing
         self.zoneEnd = zoneEnd
+        self.hierarchyMoves = hierarchyMoves
     }
 }
 
@@ -249,6 +296,29 @@ public enum ChangeHistoryRules {
         if moreComing { ordered.removeLast(ordered.count - limit) }
         let reached = moreComing ? ordered[ordered.count - 1].sequence : current
         return (ordered.map(\.change), ChangePosition(incarnation: incarnation, sequence: reached), moreComing)
+    }
+
+    /// A zone's batch from what an engine read after a position, each source in sequence order
+    /// up to `limit + 1`: changed records and tombstones (`changes`) and, when asked for,
+    /// hierarchy moves (`moves`), merged and cut as ``batch(of:limit:current:incarnation:)``
+    /// cuts one. `current` is the batch's last position to answer, `zoneEnd` the zone's latest.
+    public static func zoneBatch(of changes: [(sequence: Int64, change: ZoneChangeBatch.Change)], moves: [(sequence: Int64, move: HierarchyMove)],
+                                 limit: Int, current: Int64, incarnation: String, zoneEnd: ChangePosition) -> ZoneChangeBatch {
+        guard !moves.isEmpty else {
+            let cut = batch(of: changes, limit: limit, current: current, incarnation: incarnation)
+            return ZoneChangeBatch(changes: cut.changes, position: cut.position, moreComing: cut.moreComing, zoneEnd: zoneEnd)
+        }
+        enum Item { case change(ZoneChangeBatch.Change), move(HierarchyMove) }
+        let cut = batch(of: changes.map { ($0.sequence, Item.change($0.change)) } + moves.map { ($0.sequence, Item.move($0.move)) },
+                        limit: limit, current: current, incarnation: incarnation)
+        var result = ZoneChangeBatch(changes: [], position: cut.position, moreComing: cut.moreComing, zoneEnd: zoneEnd)
+        for item in cut.changes {
+            switch item {
+            case .change(let change): result.changes.append(change)
+            case .move(let move): result.hierarchyMoves.append(move)
+            }
+        }
+        return result
     }
 
     /// A database's batch from the zone changes an engine read after a position, cut as

@@ -122,6 +122,20 @@ public protocol RecordWriteTransaction: AnyObject {
     /// write costs the same however many participants keep no subscription.
     func subscribedShareMembers(inZone zoneName: String) throws -> [ShareIndexAcceptance]
 
+    /// The roots of the record-level shares of the zone `zoneName` of the transaction's
+    /// database, as the share index stands in this transaction, whoever accepted them: where
+    /// the core keeps track of records moving between hierarchies (``HierarchyMove``).
+    func shareRoots(inZone zoneName: String) throws -> Set<String>
+
+    /// The records of the zone `zoneID` (which exists) whose `parent` is one of the records
+    /// `parentNames` names, as this transaction sees them (its own writes included): each with
+    /// its parent's name, its name and its type.
+    func childRecords(of parentNames: [String], inZone zoneID: RecordZone.ID) throws -> [(parent: String, name: String, recordType: String)]
+
+    /// Stores hierarchy moves of records of zones that exist, each at its zone's next change
+    /// position, replacing an earlier move of the same record (and keeping its left roots).
+    func recordHierarchyMoves(_ moves: [HierarchyMove]) throws
+
     /// Asset content that rows named before this transaction and no longer name (replaced or
     /// deleted records): what a collection checks once the transaction committed. Engines keep
     /// which rows name which content (``RecordRow/assetContentIdentifiers``) with every write.

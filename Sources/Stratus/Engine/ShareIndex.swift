@@ -114,6 +114,15 @@ extension RecordWriteTransaction {
     }
 
     @_spi(StratusEngine) public func removeShareFromIndex(_ shareRecordName: String, zoneName: String) throws {}
+
+    /// An engine without a share index has no hierarchies to keep track of.
+    @_spi(StratusEngine) public func shareRoots(inZone zoneName: String) throws -> Set<String> { [] }
+
+    @_spi(StratusEngine) public func childRecords(of parentNames: [String], inZone zoneID: RecordZone.ID) throws -> [(parent: String, name: String, recordType: String)] { [] }
+
+    @_spi(StratusEngine) public func recordHierarchyMoves(_ moves: [HierarchyMove]) throws {
+        throw StratusError(.internalError, "this store's engine (\(type(of: self))) keeps no share index, so it keeps no hierarchy moves")
+    }
 }
 
 extension StorageEngine {

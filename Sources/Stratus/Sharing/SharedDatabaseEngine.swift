@@ -194,14 +194,52 @@ final class SharedDatabaseEngine: StorageEngine, Sendable {
         guard database.sharedOwner == nil else { return try base.fetchZoneChanges(request, in: database) }
         var access = try access(database)
         let zone = try zone(request.zoneID, access, database)
-        var batch = try base.fetchZoneChanges(request, in: zone.context)
+        var asked = request
+        asked.includesHierarchyMoves = zone.zoneWide == nil
+        var batch = try base.fetchZoneChanges(asked, in: zone.context)
         guard zone.zoneWide == nil else { return batch }
         // Deletions pass: a deleted record's hierarchy cannot be read any more.
         batch.changes = try batch.changes.filter { change in
             guard case .changed(let record) = change else { return true }
             return try access.permission(for: record, in: zone) != nil
         }
+        try resolveHierarchyMoves(&batch, desiredKeys: request.desiredKeys, access: &access, zone: zone)
         return batch
+    }
+
+    /// Hands a participant of record-level shares the records that moved (``HierarchyMove``):
+    /// one in a hierarchy they reach now as changed (it, or a record above it, came in), one
+    /// that left a hierarchy of theirs as deleted, as CloudKit's zone changes report them;
+    /// others' moves not at all. Each record stays once in the batch.
+    private func resolveHierarchyMoves(_ batch: inout ZoneChangeBatch, desiredKeys: [String]?, access: inout SharedDatabaseAccess, zone: SharedDatabaseAccess.Zone) throws {
+        guard !batch.hierarchyMoves.isEmpty else { return }
+        defer { batch.hierarchyMoves = [] }
+        var named: [String: Int] = [:]
+        for (index, change) in batch.changes.enumerated() {
+            switch change {
+            case .changed(let record): named[record.recordID.recordName] = index
+            case .deleted(let id, _): named[id.recordName] = index
+            }
+        }
+        let ids = batch.hierarchyMoves.map(\.recordID).filter { named[$0.recordName] == nil }
+        let stored = ids.isEmpty ? [:] : try base.fetchRecords(ids, in: zone.context)
+        for move in batch.hierarchyMoves {
+            let name = move.recordID.recordName
+            if let index = named[name], case .deleted = batch.changes[index] { continue }
+            if let record = stored[move.recordID] ?? named[name].flatMap({ index in
+                if case .changed(let record) = batch.changes[index] { record } else { nil } }),
+               try access.permission(for: record, in: zone) != nil {
+                guard named[name] == nil else { continue }
+                named[name] = batch.changes.count
+                batch.changes.append(.changed(record.restricted(to: desiredKeys)))
+            } else if !move.leftRoots.isDisjoint(with: zone.roots.keys) {
+                let deletion = ZoneChangeBatch.Change.deleted(Record.ID(recordName: name, zoneID: zone.zoneID), recordType: move.recordType)
+                if let index = named[name] { batch.changes[index] = deletion } else {
+                    named[name] = batch.changes.count
+                    batch.changes.append(deletion)
+                }
+            }
+        }
     }
 
     /// The shared database's changes: every zone the user reaches, as changed (a client then

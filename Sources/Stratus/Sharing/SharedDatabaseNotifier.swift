@@ -8,8 +8,9 @@ import Foundation
 ///
 /// A participant of a zone-wide share is told of every change of the zone; one of record
 /// shares, of the saves of records in the hierarchies they reach (the root, the records whose
-/// `parent` chain leads to it, and their share) and of every deletion in the zone, which zone
-/// changes hand them too. Only database subscriptions are fired: the shared database has no
+/// `parent` chain leads to it, and their share), of every deletion in the zone, which zone
+/// changes hand them too, and of records moving into or out of hierarchies
+/// (``ShareHierarchyMoves``). Only database subscriptions are fired: the shared database has no
 /// query or zone subscriptions, as in CloudKit.
 ///
 /// ```swift
@@ -83,6 +84,7 @@ enum SharedDatabaseNotifier {
         }
         let deleted = zip(request.recordIDsToDelete, outcome.deleteResults).compactMap { id, result in (try? result.get()) == true ? id : nil } + outcome.cascadeDeletedIDs
         for id in deleted { note(id.zoneID) }
+        written.formUnion(outcome.hierarchyMovedZones)
         guard !written.isEmpty else { return [] }
         var acceptances: [ShareIndexAcceptance] = []
         for zoneName in written.sorted() { acceptances += try transaction.subscribedShareMembers(inZone: zoneName) }
@@ -97,6 +99,11 @@ enum SharedDatabaseNotifier {
         }
         for id in deleted {
             guard let zoneName = sharedZoneName(id.zoneID, context), told.contains(zoneName) else { continue }
+            zones[zoneName, default: ZoneChanges()].deleted = true
+        }
+        // Records that left a hierarchy are deletions to its participants (their types not
+        // read where they went); those that came in, changes of types not read either.
+        for zoneName in outcome.hierarchyMovedZones where told.contains(zoneName) {
             zones[zoneName, default: ZoneChanges()].deleted = true
         }
         var roots = HierarchyRoots(transaction: transaction)

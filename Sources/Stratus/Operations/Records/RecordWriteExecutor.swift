@@ -65,6 +65,9 @@ struct ModifyOutcome: Sendable {
     var cascadeDeletedIDs: [Record.ID] = []
     /// Asset content the written rows no longer name: candidates for collection.
     var releasedAssetContents: Set<String> = []
+    /// The zones (by name) in which records left or came into hierarchies of record-level
+    /// shares (``ShareHierarchyMoves``): their participants are told, as of a deletion.
+    var hierarchyMovedZones: Set<String> = []
 
     /// How many saves and deletions failed.
     var failureCount: Int {
@@ -270,6 +273,8 @@ enum RecordWriteExecutor {
         private var typeRules: RecordTypeRules
         /// Sharing's rules: shares, their roots and their deletion.
         private var shares: ShareRules
+        /// Records moving between the hierarchies of record-level shares.
+        private var hierarchy: ShareHierarchyMoves
 
         init(transaction: any RecordWriteTransaction, request: ModifyRequest, context: DatabaseContext) {
             self.transaction = transaction
@@ -277,6 +282,7 @@ enum RecordWriteExecutor {
             self.context = context
             self.typeRules = RecordTypeRules(context: context, writesSystemRecords: request.writesSystemRecords)
             self.shares = ShareRules(request: request, context: context)
+            self.hierarchy = ShareHierarchyMoves(context: context)
         }
 
         var touchedZonesAreAtomic: Bool {
@@ -317,6 +323,7 @@ enum RecordWriteExecutor {
             for id in request.recordIDsToDelete {
                 outcome.deleteResults.append(try delete(id))
             }
+            outcome.hierarchyMovedZones = try hierarchy.finish(in: transaction)
             try typeRules.storeGrowth(in: transaction)
             return outcome
         }
@@ -383,6 +390,7 @@ enum RecordWriteExecutor {
                 if wasInserted {
                     let row = rows[offset]
                     notifier?.saved(row.recordID, recordType: row.recordType, system: row.systemFields, fields: row.fields, parent: row.parent, created: true)
+                    try hierarchy.saved(row.recordID, recordType: row.recordType, parentBefore: nil, parentAfter: nil, created: true, in: transaction)
                     outcome.saveResults.append(.success((request.returnsSavedRecords ? resolutions[offset].record(for: save) : save.record, .created)))
                 } else {
                     if !newRunConflicted {
@@ -543,6 +551,8 @@ enum RecordWriteExecutor {
                 if try transaction.deleteRecord(id) { notifier?.deleted(id, stored: seen) }
             }
             try transaction.writeRecord(row, replacing: existing != nil)
+            try hierarchy.saved(id, recordType: row.recordType, parentBefore: existing?.parent?.recordID.recordName, parentAfter: row.parent?.recordID.recordName,
+                                created: existing == nil, in: transaction)
             if let growth { typeRules.grow(growth) }
             notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, parent: row.parent, created: existing == nil)
             guard request.returnsSavedRecords else { return .success((save.record, resolution.kind)) }
@@ -682,7 +692,11 @@ enum RecordWriteExecutor {
                 let target = Record.ID(recordName: name, zoneID: id.zoneID)
                 // Subscriptions that must see the record (its type, its values) read it first.
                 let stored = try notifier.map { try $0.needsStoredRecordBeforeDeleting(in: target.zoneID) ? transaction.storedRecord(target) : nil } ?? nil
+                // In a zone shared record by record, what was below it leaves its hierarchies.
+                let tracked = try hierarchy.tracks(target.zoneID, in: transaction)
+                let parent = tracked ? try (stored ?? transaction.storedRecord(target))?.parent?.recordID.recordName : nil
                 guard try transaction.deleteRecord(target) else { continue }
+                if tracked { hierarchy.deleted(target, parent: parent) }
                 notifier?.deleted(target, stored: stored)
                 if name == id.recordName { deletedRoot = true } else { outcome.cascadeDeletedIDs.append(target) }
                 // A share its root's deletion takes along leaves the index with it: row-level
