@@ -644,11 +644,15 @@ enum PostgresRowSecurity {
                 let sharedZone = "tombstones.zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v WHERE v.accepted)"
                 return Rule(read: "(\(read) OR \(sharedZone))", insert: write, update: write, delete: read)
             case "hierarchy_moves":
-                // Written by the zone's owner (shares are in private zones); a participant reads
-                // a shared zone's, as it reads its tombstones.
+                // Written by the zone's owner (shares are in private zones). A participant reads
+                // the moves of the records it reaches now, and of those that left a hierarchy
+                // of its own: what its zone changes hand it, never another share's.
                 let write = "\(own) AND \(inItsZone(table))"
-                let sharedZone = "hierarchy_moves.zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v WHERE v.accepted)"
-                return Rule(read: "(\(read) OR \(sharedZone))", insert: write, update: write, delete: own)
+                let leftMine = """
+                    hierarchy_moves.left_roots ?| ARRAY(SELECT v.root_name FROM \(schema).shared_zones_reached v
+                        WHERE v.accepted AND v.zone_id = hierarchy_moves.zone_id AND v.root_name IS NOT NULL)
+                    """
+                return Rule(read: "(\(read) OR \(sharedRowReadable(table, name: "record_name")) OR (\(leftMine)))", insert: write, update: write, delete: own)
             case "zones":
                 // A participant reads the zones of the shares naming it (an invitee finds the share).
                 let created = ownedOr(table, public: "zones.zone_name = '\(RecordZone.ID.default.zoneName)' AND zones.zone_owner = ''")

@@ -931,8 +931,20 @@ extension PostgresSecurityTests {
         let later = try await bobsOwnRole.recordZoneChanges(inZoneWith: sharedLists, since: start.changeToken)
         #expect(Set(later.deletions.map(\.recordID.recordName)) == ["milk", "bread"] && later.modificationResultsByID.isEmpty, "\(later.deletions)")
 
+        // A record that moves in and out of another share's hierarchy (Bob not in it).
+        let chores = makeRecord("List", "chores", zoneID: lists, [:])
+        let diary = makeRecord("Item", "diary", zoneID: lists, ["title": .string("Private")])
+        diary.setParent(chores)
+        try await TestDatabase.save([chores, diary], in: alice)
+        let storedChores = try await alice.record(for: chores.recordID)
+        _ = try await alice.modifyRecords(saving: [storedChores, Share(rootRecord: storedChores)], deleting: [])
+        let storedDiary = try await alice.record(for: diary.recordID)
+        storedDiary.setParent(nil as Record.ID?)
+        _ = try await alice.save(storedDiary)
+
         let moves = "SELECT record_name FROM hierarchy_moves WHERE owner = $1 ORDER BY record_name"
-        #expect(try store.raw(store.bob).query(moves, [.text(aliceName)]).map { try $0.text(0) } == ["bread", "milk"])
+        #expect(try store.raw(store.alice).query(moves, [.text(aliceName)]).map { try $0.text(0) } == ["bread", "diary", "milk"])
+        #expect(try store.raw(store.bob).query(moves, [.text(aliceName)]).map { try $0.text(0) } == ["bread", "milk"], "never another share's")
         #expect(try store.raw(store.carol).query(moves, [.text(aliceName)]).isEmpty)
         let forged = stratusError(await caughtError {
             try store.raw(store.bob).execute("""

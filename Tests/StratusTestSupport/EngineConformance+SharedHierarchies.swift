@@ -71,6 +71,9 @@ extension EngineConformance {
         _ = try await alice.save(milk)
         let left = try await changeNames(shared, zoneID, since: start.token)
         #expect(left.changed.isEmpty && left.deleted == ["milk": "Item", "bread": "Item"], "\(left)")
+        // A device starting afresh is handed what Bob reaches, and no deletion of what left before.
+        let fresh = try await changeNames(shared, zoneID, since: nil)
+        #expect(fresh.changed == ["groceries", share.recordID.recordName] && fresh.deleted.isEmpty, "\(fresh)")
         await expectCode(.unknownItem) { _ = try await shared.record(for: Record.ID(recordName: "bread", zoneID: zoneID)) }
         // Read again from the same token, the answer is the same; from the new one, nothing.
         #expect(try await changeNames(shared, zoneID, since: start.token).deleted == ["milk": "Item", "bread": "Item"])
@@ -105,6 +108,35 @@ extension EngineConformance {
         let own = try await alice.recordZoneChanges(inZoneWith: ownZone, since: aliceStart)
         #expect(own.deletions.map(\.recordID.recordName) == ["milk"])
         #expect(own.modificationResultsByID.keys.contains { $0.recordName == "diary" } && !own.modificationResultsByID.keys.contains { $0.recordName == "bread" })
+
+        // One request that moves records of one chain: what each reached before is what it
+        // reached before the request, whatever the request did above it. `sweep` (under
+        // `chores`, Alice's other share) goes under the list and `mop`, below it, stays with
+        // `chores`: Bob is handed `sweep`, and nothing of `mop`, which was never his.
+        let sweep = Record(recordType: "Item", recordID: Record.ID(recordName: "sweep", zoneID: ownZone))
+        sweep.setParent(chores)
+        let mop = Record(recordType: "Item", recordID: Record.ID(recordName: "mop", zoneID: ownZone))
+        mop.setParent(sweep)
+        _ = try await alice.modifyRecords(saving: [sweep, mop], deleting: [])
+        let beforeBoth = try await changeNames(shared, zoneID, since: orphaned.token)
+        let (storedSweep, storedMop) = (try await alice.record(for: sweep.recordID), try await alice.record(for: mop.recordID))
+        storedSweep.setParent(Record.ID(recordName: "groceries", zoneID: ownZone))
+        storedMop.setParent(chores)
+        _ = try await alice.modifyRecords(saving: [storedSweep, storedMop], deleting: [])
+        let both = try await changeNames(shared, zoneID, since: beforeBoth.token)
+        #expect(both.changed == ["sweep"] && both.deleted.isEmpty, "\(both)")
+
+        // One request deleting two records of a chain: the record below both leaves with them.
+        let dust = Record(recordType: "Note", recordID: Record.ID(recordName: "dust", zoneID: ownZone))
+        dust.setParent(sweep)
+        let pan = Record(recordType: "Note", recordID: Record.ID(recordName: "pan", zoneID: ownZone))
+        pan.setParent(dust)
+        _ = try await alice.modifyRecords(saving: [dust, pan], deleting: [])
+        let chain = try await changeNames(shared, zoneID, since: both.token)
+        #expect(chain.changed == ["dust", "pan"], "\(chain)")
+        _ = try await alice.modifyRecords(saving: [], deleting: [sweep.recordID, dust.recordID])
+        let chainGone = try await changeNames(shared, zoneID, since: chain.token)
+        #expect(chainGone.changed.isEmpty && chainGone.deleted == ["sweep": "Item", "dust": "Note", "pan": "Note"], "\(chainGone)")
     }
 
     private static func enteringAHierarchyIsAChange(_ env: Environment) async throws {

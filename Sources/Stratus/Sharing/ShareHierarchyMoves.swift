@@ -6,28 +6,36 @@ import Foundation
 /// hierarchies it was in; a record made under the name orphans still name as their parent
 /// takes them (and theirs) into its hierarchies.
 ///
-/// Only zones with record-level shares (one look at the share index per zone) are tracked, so
-/// that a write of a zone nobody shares record by record costs nothing more. Participants'
-/// zone changes report from the moves what left their hierarchies as deleted and what came in
-/// as changed (``SharedDatabaseEngine``).
+/// What a record reached before is read from the parents the request's records had when the
+/// request first touched them (a request may move or delete several records of one chain), and
+/// what it reaches after from the zone as the request left it. Only zones with record-level
+/// shares (one look at the share index per zone) are tracked, so that a write of a zone nobody
+/// shares record by record costs nothing more. Participants' zone changes report from the
+/// moves what left their hierarchies as deleted and what came in as changed
+/// (``SharedDatabaseEngine``).
 ///
 /// ```swift
 /// var moves = ShareHierarchyMoves(context: context)
 /// try moves.saved(id, recordType: "Item", parentBefore: "groceries", parentAfter: nil, created: false, in: transaction)
-/// let movedIn = try moves.finish(in: transaction)   // zone names
+/// let touched = try moves.finish(in: transaction)   // roots whose hierarchies changed, by zone name
 /// ```
 struct ShareHierarchyMoves {
-    private enum Event {
-        case parentChanged(Record.ID, recordType: String, before: String?, after: String?)
-        case deleted(Record.ID, parent: String?)
-        case created(Record.ID)
+    /// Where a record of the request stood before it: stored with this parent, or not stored.
+    private enum Before {
+        case stored(parent: String?)
+        case absent
     }
 
     let context: DatabaseContext
     private var rootsByZone: [RecordZone.ID: Set<String>] = [:]
     /// The last zone asked about, compared by identity: a request's items share their zone's ID.
     private var lastZone: (id: RecordZone.ID, roots: Set<String>)?
-    private var events: [Event] = []
+    /// The records the request saved with another parent, created or deleted, in tracked zones,
+    /// each as it stood before the request first touched it.
+    private var before: [Record.ID: Before] = [:]
+    private var order: [Record.ID] = []
+    private var deleted: Set<Record.ID> = []
+    private var types: [Record.ID: String] = [:]
 
     init(context: DatabaseContext) {
         self.context = context
@@ -51,117 +59,117 @@ struct ShareHierarchyMoves {
     }
 
     /// Whether the write keeps track of moves in `zoneID`: a deletion there reads its record's
-    /// parent first (``deleted(_:parent:)``).
+    /// parent first (``deleted(_:parent:)``). Asked before a zone's first write, so that the
+    /// look at the share index comes before the engine streams rows.
     mutating func tracks(_ zoneID: RecordZone.ID, in transaction: any RecordWriteTransaction) throws -> Bool {
         try !roots(of: zoneID, in: transaction).isEmpty
+    }
+
+    private mutating func note(_ id: Record.ID, _ state: Before) {
+        guard before[id] == nil else { return }
+        before[id] = state
+        order.append(id)
     }
 
     /// Notes a record saved, with its parent's name before (when it was stored) and after.
     mutating func saved(_ id: Record.ID, recordType: String, parentBefore: String?, parentAfter: String?, created: Bool,
                         in transaction: any RecordWriteTransaction) throws {
         guard created || parentBefore != parentAfter, try tracks(id.zoneID, in: transaction) else { return }
-        events.append(created ? .created(id) : .parentChanged(id, recordType: recordType, before: parentBefore, after: parentAfter))
+        note(id, created ? .absent : .stored(parent: parentBefore))
+        deleted.remove(id)
+        types[id] = recordType
     }
 
     /// Notes a record deleted, with the name of the parent it had (in a zone ``tracks(_:in:)``).
     mutating func deleted(_ id: Record.ID, parent: String?) {
-        events.append(.deleted(id, parent: parent))
+        note(id, .stored(parent: parent))
+        deleted.insert(id)
     }
 
-    /// Stores the moves of what the write's events changed, as the write left the zone.
-    /// Answers the names of the zones it stored moves in.
-    mutating func finish(in transaction: any RecordWriteTransaction) throws -> Set<String> {
-        guard !events.isEmpty else { return [] }
-        defer { events = [] }
-        var walk = Walk(transaction: transaction)
-        // Deletions and new records change nothing for a record without children: most of
-        // them, asked about together per zone.
-        var asked: [RecordZone.ID: [String]] = [:]
-        for event in events {
-            switch event {
-            case .deleted(let id, _), .created(let id): asked[id.zoneID, default: []].append(id.recordName)
-            case .parentChanged: break
-            }
-        }
-        var parents: [RecordZone.ID: Set<String>] = [:]
-        for (zoneID, names) in asked {
-            parents[zoneID] = Set(try transaction.childRecords(of: names, inZone: zoneID).map(\.parent))
-        }
-        var moves: [Record.ID: HierarchyMove] = [:]
-        var order: [Record.ID] = []
-        func add(_ id: Record.ID, _ recordType: String, leftRoots: Set<String>) {
-            if moves[id] == nil { order.append(id) }
-            moves[id, default: HierarchyMove(recordID: id, recordType: recordType, leftRoots: [])].leftRoots.formUnion(leftRoots)
-        }
-        for event in events {
-            switch event {
-            case .parentChanged(let id, let recordType, let before, let after):
-                let roots = try self.roots(of: id.zoneID, in: transaction)
-                let rootsBefore = try walk.roots(from: before, in: id.zoneID, among: roots)
-                let rootsAfter = try walk.roots(from: after, in: id.zoneID, among: roots)
-                guard rootsBefore != rootsAfter else { continue }
-                let left = rootsBefore.subtracting(rootsAfter)
-                add(id, recordType, leftRoots: left)
-                for child in try walk.descendants(of: id) { add(child.id, child.recordType, leftRoots: left) }
-            case .deleted(let id, let parent):
-                guard parents[id.zoneID]?.contains(id.recordName) == true else { continue }
-                let roots = try self.roots(of: id.zoneID, in: transaction)
-                var left = try walk.roots(from: parent, in: id.zoneID, among: roots)
-                if roots.contains(id.recordName) { left.insert(id.recordName) }
-                guard !left.isEmpty else { continue }
-                for child in try walk.descendants(of: id) { add(child.id, child.recordType, leftRoots: left) }
-            case .created(let id):
-                guard parents[id.zoneID]?.contains(id.recordName) == true,
-                      try !walk.roots(from: id.recordName, in: id.zoneID, among: self.roots(of: id.zoneID, in: transaction)).isEmpty else { continue }
-                for child in try walk.descendants(of: id) { add(child.id, child.recordType, leftRoots: []) }
-            }
-        }
-        guard !order.isEmpty else { return [] }
-        try transaction.recordHierarchyMoves(order.compactMap { moves[$0] })
-        return Set(order.map(\.zoneID.zoneName))
-    }
-
-    /// Follows `parent` chains up and down in the transaction's view of a zone.
-    private struct Walk {
-        let transaction: any RecordWriteTransaction
-        private var parents: [Record.ID: String?] = [:]
-
-        init(transaction: any RecordWriteTransaction) {
-            self.transaction = transaction
-        }
-
-        /// The roots among `roots` on the chain from the record `name` up (itself included).
-        mutating func roots(from name: String?, in zoneID: RecordZone.ID, among roots: Set<String>) throws -> Set<String> {
-            var found: Set<String> = []
-            var current = name
-            var seen: Set<String> = []
-            while let name = current, seen.count < SharedDatabaseAccess.maximumDepth, seen.insert(name).inserted {
-                if roots.contains(name) { found.insert(name) }
-                let id = Record.ID(recordName: name, zoneID: zoneID)
-                if let known = parents[id] {
-                    current = known
-                } else {
-                    current = try transaction.storedRecord(id)?.parent?.recordID.recordName
-                    parents[id] = .some(current)
-                }
-            }
-            return found
-        }
-
-        /// Every record below `id`, a level at a time (a chain that comes back is followed once).
-        func descendants(of id: Record.ID) throws -> [(id: Record.ID, recordType: String)] {
-            var found: [(id: Record.ID, recordType: String)] = []
-            var seen: Set<String> = [id.recordName]
-            var level = [id.recordName]
+    /// Stores the moves of the records whose hierarchies the request changed, as the request
+    /// left the zone: each record it touched (but those it deleted, which their tombstones
+    /// report, and those it created, which their own changes report) and every record below
+    /// one. Answers, by zone name, the roots whose hierarchies a record left or came into.
+    mutating func finish(in transaction: any RecordWriteTransaction) throws -> [String: Set<String>] {
+        guard !order.isEmpty else { return [:] }
+        defer { (before, order, deleted, types) = ([:], [], [], [:]) }
+        var walk = Walk(transaction: transaction, before: before)
+        var moves: [HierarchyMove] = []
+        var touched: [String: Set<String>] = [:]
+        for (zoneID, touchedHere) in Dictionary(grouping: order, by: \.zoneID) {
+            let roots = try self.roots(of: zoneID, in: transaction)
+            // The records below those touched, a level at a time for all of them at once; a
+            // record touched itself is reached as such, not again below another.
+            var candidates: [(id: Record.ID, recordType: String?)] = touchedHere.filter { !deleted.contains($0) }.map { ($0, types[$0]) }
+            var seen = Set(touchedHere.map(\.recordName))
+            var level = touchedHere.map(\.recordName)
             while !level.isEmpty {
                 var next: [String] = []
-                for child in try transaction.childRecords(of: level, inZone: id.zoneID) where seen.insert(child.name).inserted {
-                    found.append((Record.ID(recordName: child.name, zoneID: id.zoneID), child.recordType))
+                for child in try transaction.childRecords(of: level, inZone: zoneID) where seen.insert(child.name).inserted {
+                    candidates.append((Record.ID(recordName: child.name, zoneID: zoneID), child.recordType))
                     next.append(child.name)
                 }
                 level = next
             }
+            for (id, knownType) in candidates {
+                if case .absent = before[id] { continue }
+                let rootsBefore = try walk.roots(from: id.recordName, in: zoneID, among: roots, before: true)
+                let rootsAfter = try walk.roots(from: id.recordName, in: zoneID, among: roots, before: false)
+                guard rootsBefore != rootsAfter else { continue }
+                guard let recordType = try knownType ?? transaction.storedRecord(id)?.recordType else { continue }
+                moves.append(HierarchyMove(recordID: id, recordType: recordType, leftRoots: rootsBefore.subtracting(rootsAfter)))
+                touched[zoneID.zoneName, default: []].formUnion(rootsBefore.symmetricDifference(rootsAfter))
+            }
+        }
+        guard !moves.isEmpty else { return [:] }
+        try transaction.recordHierarchyMoves(moves)
+        return touched
+    }
+
+    /// Follows `parent` chains up in the transaction's view of a zone, as it is (after) or as
+    /// it was before the request (the parents the request's records had), remembering what it
+    /// found along each chain.
+    private struct Walk {
+        let transaction: any RecordWriteTransaction
+        let before: [Record.ID: Before]
+        /// Each record as it stands now, once read.
+        private var links: [Record.ID: Before] = [:]
+        private var reached: [Bool: [Record.ID: Set<String>]] = [true: [:], false: [:]]
+
+        init(transaction: any RecordWriteTransaction, before: [Record.ID: Before]) {
+            self.transaction = transaction
+            self.before = before
+        }
+
+        /// Whether the record `id` is stored, and with which parent (was, `before`: a record
+        /// the request did not touch stood before as it stands now).
+        private mutating func link(_ id: Record.ID, before wanted: Bool) throws -> Before {
+            if wanted, let state = before[id] { return state }
+            if let known = links[id] { return known }
+            let found = try transaction.storedRecord(id).map { Before.stored(parent: $0.parent?.recordID.recordName) } ?? .absent
+            links[id] = found
             return found
+        }
+
+        /// The roots among `roots` on the chain from the record `name` up, itself included;
+        /// none when the record is not stored (was not, `before`).
+        mutating func roots(from name: String, in zoneID: RecordZone.ID, among roots: Set<String>, before wanted: Bool) throws -> Set<String> {
+            var chain: [Record.ID] = []
+            var seen: Set<String> = []
+            var current: String? = name
+            var above: Set<String> = []
+            while let name = current {
+                let id = Record.ID(recordName: name, zoneID: zoneID)
+                if let known = reached[wanted]?[id] { above = known; break }
+                guard chain.count < SharedDatabaseAccess.maximumDepth, seen.insert(name).inserted, case .stored(let parent) = try link(id, before: wanted) else { break }
+                chain.append(id)
+                current = parent
+            }
+            for id in chain.reversed() {
+                if roots.contains(id.recordName) { above.insert(id.recordName) }
+                reached[wanted]?[id] = above
+            }
+            return reached[wanted]?[Record.ID(recordName: name, zoneID: zoneID)] ?? []
         }
     }
 }

@@ -203,15 +203,17 @@ final class SharedDatabaseEngine: StorageEngine, Sendable {
             guard case .changed(let record) = change else { return true }
             return try access.permission(for: record, in: zone) != nil
         }
-        try resolveHierarchyMoves(&batch, desiredKeys: request.desiredKeys, access: &access, zone: zone)
+        try resolveHierarchyMoves(&batch, desiredKeys: request.desiredKeys, fromStart: request.position == nil, access: &access, zone: zone)
         return batch
     }
 
     /// Hands a participant of record-level shares the records that moved (``HierarchyMove``):
     /// one in a hierarchy they reach now as changed (it, or a record above it, came in), one
     /// that left a hierarchy of theirs as deleted, as CloudKit's zone changes report them;
-    /// others' moves not at all. Each record stays once in the batch.
-    private func resolveHierarchyMoves(_ batch: inout ZoneChangeBatch, desiredKeys: [String]?, access: inout SharedDatabaseAccess, zone: SharedDatabaseAccess.Zone) throws {
+    /// others' moves not at all. Each record stays once in the batch. Read `fromStart` (no
+    /// token: a device with nothing), a record that left is not reported at all.
+    private func resolveHierarchyMoves(_ batch: inout ZoneChangeBatch, desiredKeys: [String]?, fromStart: Bool, access: inout SharedDatabaseAccess,
+                                       zone: SharedDatabaseAccess.Zone) throws {
         guard !batch.hierarchyMoves.isEmpty else { return }
         defer { batch.hierarchyMoves = [] }
         var named: [String: Int] = [:]
@@ -232,7 +234,7 @@ final class SharedDatabaseEngine: StorageEngine, Sendable {
                 guard named[name] == nil else { continue }
                 named[name] = batch.changes.count
                 batch.changes.append(.changed(record.restricted(to: desiredKeys)))
-            } else if !move.leftRoots.isDisjoint(with: zone.roots.keys) {
+            } else if !fromStart, !move.leftRoots.isDisjoint(with: zone.roots.keys) {
                 let deletion = ZoneChangeBatch.Change.deleted(Record.ID(recordName: name, zoneID: zone.zoneID), recordType: move.recordType)
                 if let index = named[name] { batch.changes[index] = deletion } else {
                     named[name] = batch.changes.count

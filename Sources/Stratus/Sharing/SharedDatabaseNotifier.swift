@@ -84,7 +84,7 @@ enum SharedDatabaseNotifier {
         }
         let deleted = zip(request.recordIDsToDelete, outcome.deleteResults).compactMap { id, result in (try? result.get()) == true ? id : nil } + outcome.cascadeDeletedIDs
         for id in deleted { note(id.zoneID) }
-        written.formUnion(outcome.hierarchyMovedZones)
+        written.formUnion(outcome.hierarchyMovedRoots.keys)
         guard !written.isEmpty else { return [] }
         var acceptances: [ShareIndexAcceptance] = []
         for zoneName in written.sorted() { acceptances += try transaction.subscribedShareMembers(inZone: zoneName) }
@@ -101,11 +101,6 @@ enum SharedDatabaseNotifier {
             guard let zoneName = sharedZoneName(id.zoneID, context), told.contains(zoneName) else { continue }
             zones[zoneName, default: ZoneChanges()].deleted = true
         }
-        // Records that left a hierarchy are deletions to its participants (their types not
-        // read where they went); those that came in, changes of types not read either.
-        for zoneName in outcome.hierarchyMovedZones where told.contains(zoneName) {
-            zones[zoneName, default: ZoneChanges()].deleted = true
-        }
         var roots = HierarchyRoots(transaction: transaction)
         return try tell(Dictionary(grouping: acceptances + lost, by: \.member), in: transaction, engine: engine, context: context) { notifier, theirs in
             for (zoneName, changes) in zones.sorted(by: { $0.key < $1.key }) {
@@ -115,7 +110,10 @@ enum SharedDatabaseNotifier {
                 // finds it (a participant's write reaches the owner's rows by it too).
                 let zoneID = RecordZone.ID(zoneName: zoneName, ownerName: context.storageOwner)
                 // Deletions (their types not read) and a zone lost tell subscriptions of every type.
-                if changes.deleted || shares.contains(where: lost.contains) {
+                // So do records that left or came into their hierarchies: deletions to them, or
+                // changes, of types not read.
+                let moved = outcome.hierarchyMovedRoots[zoneName] ?? []
+                if changes.deleted || shares.contains(where: lost.contains) || shares.contains(where: { $0.rootRecordName.map(moved.contains) ?? false }) {
                     notifier.changedEveryTypeOfSharedZone(zoneID)
                     continue
                 }

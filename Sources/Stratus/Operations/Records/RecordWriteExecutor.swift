@@ -65,9 +65,9 @@ struct ModifyOutcome: Sendable {
     var cascadeDeletedIDs: [Record.ID] = []
     /// Asset content the written rows no longer name: candidates for collection.
     var releasedAssetContents: Set<String> = []
-    /// The zones (by name) in which records left or came into hierarchies of record-level
-    /// shares (``ShareHierarchyMoves``): their participants are told, as of a deletion.
-    var hierarchyMovedZones: Set<String> = []
+    /// The roots of record-level shares whose hierarchies records left or came into, by zone
+    /// name (``ShareHierarchyMoves``): their participants are told, as of a deletion.
+    var hierarchyMovedRoots: [String: Set<String>] = [:]
 
     /// How many saves and deletions failed.
     var failureCount: Int {
@@ -316,14 +316,15 @@ enum RecordWriteExecutor {
             // owner, the roles): an engine with round trips reads them together first.
             var checked: [Record.ID] = []
             for id in request.recordIDsToDelete
-            where try typeRules.checksDeletes || request.deletedRecordTags[id] != nil || request.deletedRecordOwners[id] != nil || shares.mayDeleteRecordShares(in: id.zoneID, transaction) {
+            where try typeRules.checksDeletes || request.deletedRecordTags[id] != nil || request.deletedRecordOwners[id] != nil || shares.mayDeleteRecordShares(in: id.zoneID, transaction)
+                || hierarchy.tracks(id.zoneID, in: transaction) {
                 checked.append(id)
             }
             if checked.count > 1 { try transaction.prefetchStoredRecords(checked) }
             for id in request.recordIDsToDelete {
                 outcome.deleteResults.append(try delete(id))
             }
-            outcome.hierarchyMovedZones = try hierarchy.finish(in: transaction)
+            outcome.hierarchyMovedRoots = try hierarchy.finish(in: transaction)
             try typeRules.storeGrowth(in: transaction)
             return outcome
         }
@@ -384,6 +385,8 @@ enum RecordWriteExecutor {
                 outcome.saveResults.append(try save(first))
                 return 1
             }
+            // Before the engine streams the rows: whether the zone's hierarchies are tracked.
+            _ = try hierarchy.tracks(first.recordID.zoneID, in: transaction)
             let inserted = try transaction.insertNewRecords(rows)
             for (offset, wasInserted) in inserted.enumerated() {
                 let save = saves[start + offset]
@@ -551,8 +554,9 @@ enum RecordWriteExecutor {
                 if try transaction.deleteRecord(id) { notifier?.deleted(id, stored: seen) }
             }
             try transaction.writeRecord(row, replacing: existing != nil)
-            try hierarchy.saved(id, recordType: row.recordType, parentBefore: existing?.parent?.recordID.recordName, parentAfter: row.parent?.recordID.recordName,
-                                created: existing == nil, in: transaction)
+            let before = existing ?? replacedOfOtherType
+            try hierarchy.saved(id, recordType: row.recordType, parentBefore: before?.parent?.recordID.recordName, parentAfter: row.parent?.recordID.recordName,
+                                created: before == nil, in: transaction)
             if let growth { typeRules.grow(growth) }
             notifier?.saved(id, recordType: row.recordType, system: row.systemFields, fields: fields, parent: row.parent, created: existing == nil)
             guard request.returnsSavedRecords else { return .success((save.record, resolution.kind)) }
