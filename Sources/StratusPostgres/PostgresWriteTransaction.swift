@@ -86,7 +86,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// Deletions of records read ahead that ``deleteRecord(_:)`` answered and
     /// ``writeDeferredDeletes()`` writes together: each with the type its tombstone takes and
     /// its change position.
-    private var deferredDeletes: [(zoneRow: Int64, recordName: String, recordType: String, sequence: Int64)] = []
+    private var deferredDeletes: [(id: Record.ID, zoneRow: Int64, recordName: String, recordType: String, sequence: Int64)] = []
     /// The most deletions deferred before they are written.
     static let maximumDeferredDeletes = 1_000
     /// The most row versions deferred before they are written.
@@ -735,6 +735,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         guard !deferredDeletes.isEmpty else { return }
         let deletions = deferredDeletes
         deferredDeletes = []
+        guard try rowsAreRoleOwn() else { return try writeDeferredDeletesUnderPolicies(deletions) }
         let rows = try connection.query("""
             WITH u AS (SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int8[]) AS u(z, n, t, seq)),
                 d AS (DELETE FROM records AS r USING u WHERE r.zone_id = u.z AND r.record_name = u.n RETURNING 1),
@@ -753,6 +754,35 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             throw StratusError(.internalError, "records this transaction read to delete were not there to delete")
         }
         for row in rows { if let content = try row.text(1) { releasedAssetContents.insert(content) } }
+    }
+
+    /// ``writeDeferredDeletes()`` for a role that row-level security binds, in two statements:
+    /// the rows with what was derived from them, then their tombstones (whose policy admits a
+    /// tombstone of a row that is gone, which a statement's own deletion is not to itself).
+    /// A row the role read but that its policies keep it from deleting fails the write.
+    private func writeDeferredDeletesUnderPolicies(_ deletions: [(id: Record.ID, zoneRow: Int64, recordName: String, recordType: String, sequence: Int64)]) throws {
+        let rows = try connection.query("""
+            WITH u AS (SELECT * FROM unnest($1::int8[], $2::text[]) AS u(z, n)),
+                d AS (DELETE FROM records AS r USING u WHERE r.zone_id = u.z AND r.record_name = u.n RETURNING r.zone_id AS z, r.record_name AS n),
+                rf AS (DELETE FROM refs AS f USING d WHERE f.zone_id = d.z AND f.source_name = d.n),
+                tk AS (DELETE FROM record_tokens AS k USING d WHERE k.zone_id = d.z AND k.record_name = d.n),
+                ar AS (DELETE FROM asset_refs AS a USING d WHERE a.zone_id = d.z AND a.record_name = d.n RETURNING a.content_id)
+            SELECT d.z, d.n, NULL::text FROM d UNION ALL SELECT NULL, NULL, ar.content_id FROM ar
+            """, [.int64Array(deletions.map(\.zoneRow)), .textArray(deletions.map(\.recordName))])
+        var deleted: Set<PrefetchKey> = []
+        for row in rows {
+            if let content = try row.text(2) { releasedAssetContents.insert(content) }
+            if let zoneRow = try row.int64(0) { deleted.insert(PrefetchKey(zoneRow: zoneRow, recordName: try row.text(1) ?? "")) }
+        }
+        if let refused = deletions.first(where: { !deleted.contains(PrefetchKey(zoneRow: $0.zoneRow, recordName: $0.recordName)) }) {
+            throw rowSecurityRefusal("delete", refused.id)
+        }
+        try connection.execute("""
+            INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at)
+            SELECT u.z, u.n, $3, u.t, u.seq, $4 FROM unnest($1::int8[], $2::text[], $5::text[], $6::int8[]) AS u(z, n, t, seq)
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at
+            """, [.int64Array(deletions.map(\.zoneRow)), .textArray(deletions.map(\.recordName)), .text(context.storageOwner), .double(now.timeIntervalSinceReferenceDate),
+                  .textArray(deletions.map(\.recordType)), .int64Array(deletions.map(\.sequence))])
     }
 
     /// Writes the versions whose update was deferred (``writeRecord(_:replacing:)``) in one
@@ -997,12 +1027,12 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let zoneRow = states[zone].row
         let key = PrefetchKey(zoneRow: zoneRow, recordName: id.recordName)
         // A record read ahead in this transaction (a bulk deletion's check of its change tag)
-        // is there to delete: under the zone's lock, by a role no policy binds, nothing takes
-        // it away. It is deleted with others in one statement, before anything reads or
-        // writes the rows again.
-        if !prefetched.isEmpty, case .some(.some(let stored)) = prefetched[key], try rowsAreRoleOwn(), try !hasWritten() || written[key] == nil {
+        // is there to delete: under the zone's lock nothing takes it away. It is deleted with
+        // others in one statement, before anything reads or writes the rows again (where
+        // row-level security binds the role, a row it may read but not delete fails the write).
+        if !prefetched.isEmpty, case .some(.some(let stored)) = prefetched[key], try !hasWritten() || written[key] == nil {
             prefetched[key] = nil
-            deferredDeletes.append((zoneRow, id.recordName, stored.recordType, nextSequence(zone)))
+            deferredDeletes.append((id, zoneRow, id.recordName, stored.recordType, nextSequence(zone)))
             states[zone].hasTombstones = true
             if deferredDeletes.count >= Self.maximumDeferredDeletes { try writeDeferredDeletes() }
             return true

@@ -629,6 +629,20 @@ extension PostgresSecurityTests {
         #expect(Set(left.map(\.recordID.recordName)) == Set(["milk", "diary"] + items.suffix(20).map(\.recordID.recordName)))
         #expect(left.filter { $0.recordID.recordName.hasPrefix("item-") }.allSatisfy { $0["title"] as? String == "Changed \($0.recordID.recordName)" })
 
+        // A deletion by query (each record's change tag read first, then a batch's records
+        // deleted together) deletes the rest as Alice's role, with the tombstones her changes report.
+        var token: ServerChangeToken?
+        var more = true
+        while more { (token, more) = try await { let batch = try await alice.recordZoneChanges(inZoneWith: lists, since: token); return (batch.changeToken, batch.moreComing) }() }
+        let purge = DeleteRecordsOperation(query: try Query(recordType: "Item", format: "title BEGINSWITH %@", "Changed"), zoneID: lists)
+        purge.batchSize = 8
+        await run(purge, on: alice)
+        let purged = try await alice.recordZoneChanges(inZoneWith: lists, since: token)
+        #expect(Set(purged.deletions.map(\.recordID.recordName)) == Set(items.suffix(20).map(\.recordID.recordName)) && purged.modificationResultsByID.isEmpty)
+        var rest: [String] = []
+        for try await record in alice.allRecords(matching: Query(recordType: "Item"), inZoneWith: lists) { rest.append(record.recordID.recordName) }
+        #expect(Set(rest) == ["milk", "diary"])
+
         // Bob's role, with generic plans of its statements too, changes the shared record only; Carol's nothing.
         let bob = try store.raw(store.bob)
         try bob.execute("SET plan_cache_mode = force_generic_plan")
