@@ -118,28 +118,21 @@ extension PostgresEngine {
         var result = ChangeHistoryCompaction()
         let cutoffValue = PostgresValue.double(cutoff.timeIntervalSinceReferenceDate)
         let scope = database.map(Self.databaseKey)
-        let zones = try connection.query(scope == nil
-            ? "SELECT zone_id, max(change_seq), count(*) FROM tombstones WHERE deleted_at < $1 GROUP BY zone_id"
-            : "SELECT t.zone_id, max(t.change_seq), count(*) FROM tombstones t JOIN zones z ON z.zone_id = t.zone_id WHERE t.deleted_at < $1 AND z.container = $2 AND z.db = $3 AND z.owner = $4 GROUP BY t.zone_id",
-            [cutoffValue] + (scope ?? []))
-        for row in zones {
-            let zoneRow = try row.int64(0) ?? 0
-            let newest = try row.int64(1) ?? 0
-            try connection.execute("UPDATE zones SET history_start = greatest(history_start, $1) WHERE zone_id = $2", [.int64(newest), .int64(zoneRow)])
-            // Only what the history's new start accounts for: a writer that committed since the
-            // count (read committed) may have added tombstones dated before the cutoff.
-            result.recordTombstonesRemoved += try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND deleted_at < $2 AND change_seq <= $3", [.int64(zoneRow), cutoffValue, .int64(newest)])
-        }
         // Hierarchy moves are history as tombstones are: kept as long, and the history starts after them.
-        let moveZones = try connection.query(scope == nil
-            ? "SELECT zone_id, max(change_seq) FROM hierarchy_moves WHERE moved_at < $1 GROUP BY zone_id"
-            : "SELECT m.zone_id, max(m.change_seq) FROM hierarchy_moves m JOIN zones z ON z.zone_id = m.zone_id WHERE m.moved_at < $1 AND z.container = $2 AND z.db = $3 AND z.owner = $4 GROUP BY m.zone_id",
-            [cutoffValue] + (scope ?? []))
-        for row in moveZones {
-            let zoneRow = try row.int64(0) ?? 0
-            let newest = try row.int64(1) ?? 0
-            try connection.execute("UPDATE zones SET history_start = greatest(history_start, $1) WHERE zone_id = $2", [.int64(newest), .int64(zoneRow)])
-            try connection.execute("DELETE FROM hierarchy_moves WHERE zone_id = $1 AND moved_at < $2 AND change_seq <= $3", [.int64(zoneRow), cutoffValue, .int64(newest)])
+        for (table, dated) in [("tombstones", "deleted_at"), ("hierarchy_moves", "moved_at")] {
+            let zones = try connection.query(scope == nil
+                ? "SELECT zone_id, max(change_seq), count(*) FROM \(table) WHERE \(dated) < $1 GROUP BY zone_id"
+                : "SELECT t.zone_id, max(t.change_seq), count(*) FROM \(table) t JOIN zones z ON z.zone_id = t.zone_id WHERE t.\(dated) < $1 AND z.container = $2 AND z.db = $3 AND z.owner = $4 GROUP BY t.zone_id",
+                [cutoffValue] + (scope ?? []))
+            for row in zones {
+                let zoneRow = try row.int64(0) ?? 0
+                let newest = try row.int64(1) ?? 0
+                try connection.execute("UPDATE zones SET history_start = greatest(history_start, $1) WHERE zone_id = $2", [.int64(newest), .int64(zoneRow)])
+                // Only what the history's new start accounts for: a writer that committed since the
+                // count (read committed) may have added rows dated before the cutoff.
+                let removed = try connection.execute("DELETE FROM \(table) WHERE zone_id = $1 AND \(dated) < $2 AND change_seq <= $3", [.int64(zoneRow), cutoffValue, .int64(newest)])
+                if table == "tombstones" { result.recordTombstonesRemoved += removed }
+            }
         }
         let databases = try connection.query(scope == nil
             ? "SELECT container, db, owner, max(db_change_seq), count(*) FROM zone_tombstones WHERE deleted_at < $1 GROUP BY container, db, owner"

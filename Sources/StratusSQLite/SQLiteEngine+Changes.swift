@@ -110,38 +110,25 @@ extension SQLiteEngine {
         let cutoffValue = SQLValue.real(cutoff.timeIntervalSinceReferenceDate)
         let scope = database.map(Self.databaseKey)
 
-        let zones = try connection.statement(scope == nil
-            ? "SELECT zone_id, max(change_seq), count(*) FROM tombstones WHERE deleted_at < ? GROUP BY zone_id"
-            : "SELECT t.zone_id, max(t.change_seq), count(*) FROM tombstones t JOIN zones z ON z.zone_id = t.zone_id WHERE t.deleted_at < ? AND z.container = ? AND z.db = ? AND z.owner = ? GROUP BY t.zone_id")
-        try zones.bind([cutoffValue] + (scope ?? []))
-        var compacted: [(row: Int64, newest: Int64)] = []
-        while try zones.step() {
-            compacted.append((zones.int64(0), zones.int64(1)))
-            result.recordTombstonesRemoved += Int(zones.int64(2))
-        }
-        for zone in compacted {
-            let advance = try connection.statement("UPDATE zone_state SET history_start = max(history_start, ?) WHERE zone_id = ?")
-            try advance.bind([.integer(zone.newest), .integer(zone.row)])
-            try advance.step()
-            let remove = try connection.statement("DELETE FROM tombstones WHERE zone_id = ? AND deleted_at < ?")
-            try remove.bind([.integer(zone.row), cutoffValue])
-            try remove.step()
-        }
-
         // Hierarchy moves are history as tombstones are: kept as long, and the history starts after them.
-        let moveZones = try connection.statement(scope == nil
-            ? "SELECT zone_id, max(change_seq) FROM hierarchy_moves WHERE moved_at < ? GROUP BY zone_id"
-            : "SELECT m.zone_id, max(m.change_seq) FROM hierarchy_moves m JOIN zones z ON z.zone_id = m.zone_id WHERE m.moved_at < ? AND z.container = ? AND z.db = ? AND z.owner = ? GROUP BY m.zone_id")
-        try moveZones.bind([cutoffValue] + (scope ?? []))
-        var movesCompacted: [(row: Int64, newest: Int64)] = []
-        while try moveZones.step() { movesCompacted.append((moveZones.int64(0), moveZones.int64(1))) }
-        for zone in movesCompacted {
-            let advance = try connection.statement("UPDATE zone_state SET history_start = max(history_start, ?) WHERE zone_id = ?")
-            try advance.bind([.integer(zone.newest), .integer(zone.row)])
-            try advance.step()
-            let remove = try connection.statement("DELETE FROM hierarchy_moves WHERE zone_id = ? AND moved_at < ?")
-            try remove.bind([.integer(zone.row), cutoffValue])
-            try remove.step()
+        for (table, dated) in [("tombstones", "deleted_at"), ("hierarchy_moves", "moved_at")] {
+            let zones = try connection.statement(scope == nil
+                ? "SELECT zone_id, max(change_seq), count(*) FROM \(table) WHERE \(dated) < ? GROUP BY zone_id"
+                : "SELECT t.zone_id, max(t.change_seq), count(*) FROM \(table) t JOIN zones z ON z.zone_id = t.zone_id WHERE t.\(dated) < ? AND z.container = ? AND z.db = ? AND z.owner = ? GROUP BY t.zone_id")
+            try zones.bind([cutoffValue] + (scope ?? []))
+            var compacted: [(row: Int64, newest: Int64)] = []
+            while try zones.step() {
+                compacted.append((zones.int64(0), zones.int64(1)))
+                if table == "tombstones" { result.recordTombstonesRemoved += Int(zones.int64(2)) }
+            }
+            for zone in compacted {
+                let advance = try connection.statement("UPDATE zone_state SET history_start = max(history_start, ?) WHERE zone_id = ?")
+                try advance.bind([.integer(zone.newest), .integer(zone.row)])
+                try advance.step()
+                let remove = try connection.statement("DELETE FROM \(table) WHERE zone_id = ? AND \(dated) < ?")
+                try remove.bind([.integer(zone.row), cutoffValue])
+                try remove.step()
+            }
         }
 
         let databases = try connection.statement(scope == nil
