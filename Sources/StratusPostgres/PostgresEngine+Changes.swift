@@ -58,7 +58,14 @@ extension PostgresEngine {
                 changes.append((try row.int64(2) ?? 0, .deleted(id, recordType: try row.text(1) ?? "")))
             }
             var moves: [(sequence: Int64, move: HierarchyMove)] = []
+            var deletedRecordRoots: [String: Set<String>] = [:]
             if request.includesHierarchyMoves {
+                for row in try connection.query("""
+                    SELECT t.record_name, m.left_roots::text FROM tombstones t JOIN hierarchy_moves m ON m.zone_id = t.zone_id AND m.record_name = t.record_name
+                    WHERE t.zone_id = $1 AND t.change_seq > $2 AND t.change_seq <= $3 ORDER BY t.change_seq LIMIT $4
+                    """, [.int64(zone.row), .int64(after), .int64(end), .int64(Int64(request.limit) + 1)]) {
+                    deletedRecordRoots[try row.text(0) ?? ""] = HierarchyMove.roots(decoding: try row.text(1))
+                }
                 let rows = try connection.query("""
                     SELECT record_name, record_type, change_seq, left_roots::text FROM hierarchy_moves WHERE zone_id = $1 AND change_seq > $2 AND change_seq <= $3
                     ORDER BY change_seq LIMIT $4
@@ -68,7 +75,7 @@ extension PostgresEngine {
                     moves.append((try row.int64(2) ?? 0, HierarchyMove(recordID: id, recordType: try row.text(1) ?? "", leftRoots: HierarchyMove.roots(decoding: try row.text(3)))))
                 }
             }
-            return ChangeHistoryRules.zoneBatch(of: changes, moves: moves, limit: request.limit, current: end, incarnation: incarnation,
+            return ChangeHistoryRules.zoneBatch(of: changes, moves: moves, deletedRecordRoots: deletedRecordRoots, limit: request.limit, current: end, incarnation: incarnation,
                                                 zoneEnd: ChangePosition(incarnation: incarnation, sequence: zone.sequence))
         }
     }

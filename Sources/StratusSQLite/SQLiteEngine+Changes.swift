@@ -33,7 +33,14 @@ extension SQLiteEngine {
                 changes.append((tombstones.int64(2), .deleted(id, recordType: tombstones.text(1) ?? "")))
             }
             var moves: [(sequence: Int64, move: HierarchyMove)] = []
+            var deletedRecordRoots: [String: Set<String>] = [:]
             if request.includesHierarchyMoves {
+                let roots = try connection.statement("""
+                    SELECT t.record_name, m.left_roots FROM tombstones t JOIN hierarchy_moves m ON m.zone_id = t.zone_id AND m.record_name = t.record_name
+                    WHERE t.zone_id = ? AND t.change_seq > ? AND t.change_seq <= ? ORDER BY t.change_seq LIMIT ?
+                    """)
+                try roots.bind([.integer(zone.row), .integer(after), .integer(end), .integer(Int64(request.limit) + 1)])
+                while try roots.step() { deletedRecordRoots[roots.text(0) ?? ""] = HierarchyMove.roots(decoding: roots.text(1)) }
                 let select = try connection.statement("""
                     SELECT record_name, record_type, change_seq, left_roots FROM hierarchy_moves WHERE zone_id = ? AND change_seq > ? AND change_seq <= ?
                     ORDER BY change_seq LIMIT ?
@@ -44,7 +51,7 @@ extension SQLiteEngine {
                     moves.append((select.int64(2), HierarchyMove(recordID: id, recordType: select.text(1) ?? "", leftRoots: HierarchyMove.roots(decoding: select.text(3)))))
                 }
             }
-            return ChangeHistoryRules.zoneBatch(of: changes, moves: moves, limit: request.limit, current: end, incarnation: incarnation,
+            return ChangeHistoryRules.zoneBatch(of: changes, moves: moves, deletedRecordRoots: deletedRecordRoots, limit: request.limit, current: end, incarnation: incarnation,
                                                 zoneEnd: ChangePosition(incarnation: incarnation, sequence: zone.sequence))
         }
     }

@@ -133,13 +133,20 @@ public struct ZoneChangeBatch: Sendable {
     /// The hierarchy moves within the batch's positions, when the request asked for them
     /// (``ZoneChangesRequest/includesHierarchyMoves``): counted in its limit with its changes.
     public var hierarchyMoves: [HierarchyMove]
+    /// For the deletions of the batch whose record has a hierarchy move (the core writes one
+    /// when it deletes a record of a zone with record-level shares), by record name: the roots
+    /// of the hierarchies the record was in (none, when it was in none). Filled when the
+    /// request asked for hierarchy moves.
+    public var deletedRecordRoots: [String: Set<String>]
 
-    public init(changes: [Change], position: ChangePosition, moreComing: Bool, zoneEnd: ChangePosition? = nil, hierarchyMoves: [HierarchyMove] = []) {
+    public init(changes: [Change], position: ChangePosition, moreComing: Bool, zoneEnd: ChangePosition? = nil, hierarchyMoves: [HierarchyMove] = [],
+                deletedRecordRoots: [String: Set<String>] = [:]) {
         self.changes = changes
         self.position = position
         self.moreComing = moreComing
         self.zoneEnd = zoneEnd
         self.hierarchyMoves = hierarchyMoves
+        self.deletedRecordRoots = deletedRecordRoots
     }
 }
 
@@ -302,9 +309,12 @@ public enum ChangeHistoryRules {
     /// up to `limit + 1`: changed records and tombstones (`changes`) and, when asked for,
     /// hierarchy moves (`moves`), merged and cut as ``batch(of:limit:current:incarnation:)``
     /// cuts one. `current` is the batch's last position to answer, `zoneEnd` the zone's latest.
+    /// `deletedRecordRoots`: the roots the hierarchy moves of deleted records name, by record
+    /// name (``ZoneChangeBatch/deletedRecordRoots``), kept for the deletions of the batch.
     public static func zoneBatch(of changes: [(sequence: Int64, change: ZoneChangeBatch.Change)], moves: [(sequence: Int64, move: HierarchyMove)],
-                                 limit: Int, current: Int64, incarnation: String, zoneEnd: ChangePosition) -> ZoneChangeBatch {
-        guard !moves.isEmpty else {
+                                 deletedRecordRoots: [String: Set<String>] = [:], limit: Int, current: Int64, incarnation: String,
+                                 zoneEnd: ChangePosition) -> ZoneChangeBatch {
+        guard !moves.isEmpty || !deletedRecordRoots.isEmpty else {
             let cut = batch(of: changes, limit: limit, current: current, incarnation: incarnation)
             return ZoneChangeBatch(changes: cut.changes, position: cut.position, moreComing: cut.moreComing, zoneEnd: zoneEnd)
         }
@@ -314,7 +324,9 @@ public enum ChangeHistoryRules {
         var result = ZoneChangeBatch(changes: [], position: cut.position, moreComing: cut.moreComing, zoneEnd: zoneEnd)
         for item in cut.changes {
             switch item {
-            case .change(let change): result.changes.append(change)
+            case .change(let change):
+                result.changes.append(change)
+                if case .deleted(let id, _) = change, let roots = deletedRecordRoots[id.recordName] { result.deletedRecordRoots[id.recordName] = roots }
             case .move(let move): result.hierarchyMoves.append(move)
             }
         }

@@ -59,7 +59,7 @@ struct ShareHierarchyMoves {
     }
 
     /// Whether the write keeps track of moves in `zoneID`: a deletion there reads its record's
-    /// parent first (``deleted(_:parent:)``). Asked before a zone's first write, so that the
+    /// parent first (``deleted(_:recordType:parent:)``). Asked before a zone's first write, so that the
     /// look at the share index comes before the engine streams rows.
     mutating func tracks(_ zoneID: RecordZone.ID, in transaction: any RecordWriteTransaction) throws -> Bool {
         try !roots(of: zoneID, in: transaction).isEmpty
@@ -80,16 +80,19 @@ struct ShareHierarchyMoves {
         types[id] = recordType
     }
 
-    /// Notes a record deleted, with the name of the parent it had (in a zone ``tracks(_:in:)``).
-    mutating func deleted(_ id: Record.ID, parent: String?) {
+    /// Notes a record deleted, with its type and the name of the parent it had (in a zone
+    /// ``tracks(_:in:)``).
+    mutating func deleted(_ id: Record.ID, recordType: String, parent: String?) {
         note(id, .stored(parent: parent))
         deleted.insert(id)
+        types[id] = recordType
     }
 
     /// Stores the moves of the records whose hierarchies the request changed, as the request
-    /// left the zone: each record it touched (but those it deleted, which their tombstones
-    /// report, and those it created, which their own changes report) and every record below
-    /// one. Answers, by zone name, the roots whose hierarchies a record left or came into.
+    /// left the zone: each record it touched (but those it created, which their own changes
+    /// report) and every record below one. A deleted record's move (but a share's) says which
+    /// hierarchies it was in, none included, so that only their participants are handed its
+    /// tombstone. Answers, by zone name, the roots whose hierarchies a record left or came into.
     mutating func finish(in transaction: any RecordWriteTransaction) throws -> [String: Set<String>] {
         guard !order.isEmpty else { return [:] }
         defer { (before, order, deleted, types) = ([:], [], [], [:]) }
@@ -110,6 +113,10 @@ struct ShareHierarchyMoves {
                     next.append(child.name)
                 }
                 level = next
+            }
+            for id in touchedHere where deleted.contains(id) && types[id] != Record.SystemType.share {
+                let left = try walk.roots(from: id.recordName, in: zoneID, among: roots, before: true)
+                moves.append(HierarchyMove(recordID: id, recordType: types[id] ?? "", leftRoots: left))
             }
             for (id, knownType) in candidates {
                 if case .absent = before[id] { continue }

@@ -198,10 +198,15 @@ final class SharedDatabaseEngine: StorageEngine, Sendable {
         asked.includesHierarchyMoves = zone.zoneWide == nil
         var batch = try base.fetchZoneChanges(asked, in: zone.context)
         guard zone.zoneWide == nil else { return batch }
-        // Deletions pass: a deleted record's hierarchy cannot be read any more.
+        // A deletion passes unless its record's move says it was in no hierarchy of theirs (a
+        // deleted record's hierarchy cannot be read any more; one deleted before the zone was
+        // shared record by record, or with raw SQL, has no move and passes).
+        let shared = Set(zone.roots.keys)
         batch.changes = try batch.changes.filter { change in
-            guard case .changed(let record) = change else { return true }
-            return try access.permission(for: record, in: zone) != nil
+            switch change {
+            case .changed(let record): return try access.permission(for: record, in: zone) != nil
+            case .deleted(let id, _): return batch.deletedRecordRoots[id.recordName].map { !$0.isDisjoint(with: shared) } ?? true
+            }
         }
         try resolveHierarchyMoves(&batch, desiredKeys: request.desiredKeys, fromStart: request.position == nil, access: &access, zone: zone)
         return batch

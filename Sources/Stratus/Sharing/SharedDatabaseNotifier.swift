@@ -8,9 +8,9 @@ import Foundation
 ///
 /// A participant of a zone-wide share is told of every change of the zone; one of record
 /// shares, of the saves of records in the hierarchies they reach (the root, the records whose
-/// `parent` chain leads to it, and their share), of every deletion in the zone, which zone
-/// changes hand them too, and of records moving into or out of hierarchies
-/// (``ShareHierarchyMoves``). Only database subscriptions are fired: the shared database has no
+/// `parent` chain leads to it, and their share), of every deletion in the zone (its hierarchy
+/// not read: zone changes hand them only those of their hierarchies), and of records moving
+/// into or out of their hierarchies (``ShareHierarchyMoves``). Only database subscriptions are fired: the shared database has no
 /// query or zone subscriptions, as in CloudKit.
 ///
 /// ```swift

@@ -696,11 +696,10 @@ enum RecordWriteExecutor {
                 let target = Record.ID(recordName: name, zoneID: id.zoneID)
                 // Subscriptions that must see the record (its type, its values) read it first.
                 let stored = try notifier.map { try $0.needsStoredRecordBeforeDeleting(in: target.zoneID) ? transaction.storedRecord(target) : nil } ?? nil
-                // In a zone shared record by record, what was below it leaves its hierarchies.
-                let tracked = try hierarchy.tracks(target.zoneID, in: transaction)
-                let parent = tracked ? try (stored ?? transaction.storedRecord(target))?.parent?.recordID.recordName : nil
+                // In a zone shared record by record, the record and what was below it leave its hierarchies.
+                let tracked = try hierarchy.tracks(target.zoneID, in: transaction) ? try stored ?? transaction.storedRecord(target) : nil
                 guard try transaction.deleteRecord(target) else { continue }
-                if tracked { hierarchy.deleted(target, parent: parent) }
+                if let tracked { hierarchy.deleted(target, recordType: tracked.recordType, parent: tracked.parent?.recordID.recordName) }
                 notifier?.deleted(target, stored: stored)
                 if name == id.recordName { deletedRoot = true } else { outcome.cascadeDeletedIDs.append(target) }
                 // A share its root's deletion takes along leaves the index with it: row-level
