@@ -50,22 +50,17 @@ extension PostgresEngine {
                 changes.append((try row.int64(PostgresSchema.recordColumnCount) ?? 0, .changed(record)))
             }
             let tombstones = try connection.query("""
-                SELECT record_name, record_type, change_seq FROM tombstones WHERE zone_id = $1 AND change_seq > $2 AND change_seq <= $3
+                SELECT record_name, record_type, change_seq, left_roots::text FROM tombstones WHERE zone_id = $1 AND change_seq > $2 AND change_seq <= $3
                 ORDER BY change_seq LIMIT $4
                 """, [.int64(zone.row), .int64(after), .int64(end), .int64(Int64(request.limit) + 1)])
+            var deletedRecordRoots: [String: Set<String>] = [:]
             for row in tombstones {
                 let id = Record.ID(recordName: try row.text(0) ?? "", zoneID: request.zoneID)
                 changes.append((try row.int64(2) ?? 0, .deleted(id, recordType: try row.text(1) ?? "")))
+                if request.includesHierarchyMoves, let roots = try row.text(3) { deletedRecordRoots[id.recordName] = HierarchyMove.roots(decoding: roots) }
             }
             var moves: [(sequence: Int64, move: HierarchyMove)] = []
-            var deletedRecordRoots: [String: Set<String>] = [:]
             if request.includesHierarchyMoves {
-                for row in try connection.query("""
-                    SELECT t.record_name, m.left_roots::text FROM tombstones t JOIN hierarchy_moves m ON m.zone_id = t.zone_id AND m.record_name = t.record_name
-                    WHERE t.zone_id = $1 AND t.change_seq > $2 AND t.change_seq <= $3 ORDER BY t.change_seq LIMIT $4
-                    """, [.int64(zone.row), .int64(after), .int64(end), .int64(Int64(request.limit) + 1)]) {
-                    deletedRecordRoots[try row.text(0) ?? ""] = HierarchyMove.roots(decoding: try row.text(1))
-                }
                 let rows = try connection.query("""
                     SELECT record_name, record_type, change_seq, left_roots::text FROM hierarchy_moves WHERE zone_id = $1 AND change_seq > $2 AND change_seq <= $3
                     ORDER BY change_seq LIMIT $4

@@ -351,7 +351,7 @@ enum PostgresRowSecurity {
             UPDATE \(s).zones SET change_seq = change_seq + 1 WHERE zone_id = OLD.zone_id RETURNING container, db, owner, change_seq INTO zone;
             INSERT INTO \(s).tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at)
                 VALUES (OLD.zone_id, OLD.record_name, OLD.owner, OLD.record_type, zone.change_seq, extract(epoch FROM clock_timestamp()) - \(Int(Date.timeIntervalBetween1970AndReferenceDate)))
-                ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at;
+                ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = NULL;
             INSERT INTO \(s).database_history(container, db, owner, change_seq) VALUES (zone.container, zone.db, zone.owner, 1)
                 ON CONFLICT (container, db, owner) DO UPDATE SET change_seq = database_history.change_seq + 1 RETURNING change_seq INTO database_change;
             UPDATE \(s).zones SET db_change_seq = database_change WHERE zone_id = OLD.zone_id;
@@ -641,8 +641,16 @@ enum PostgresRowSecurity {
                 // A participant reads a shared zone's, as the shared database hands them out.
                 let gone = "NOT EXISTS (SELECT 1 FROM \(schema).records r WHERE r.zone_id = tombstones.zone_id AND r.record_name = tombstones.record_name)"
                 let write = "(\(ownedOr(table, public: gone))) AND \(inItsZone(table))"
+                // A participant reads a shared zone's, as the shared database hands them out: in a
+                // zone shared record by record those of its hierarchies (and those whose
+                // hierarchies were not kept: deletions before the zone had such a share).
                 let sharedZone = "tombstones.zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v WHERE v.accepted)"
-                return Rule(read: "(\(read) OR \(sharedZone))", insert: write, update: write, delete: read)
+                let ofMyHierarchies = """
+                    (tombstones.left_roots IS NULL OR \(inSharedZone("tombstones", writable: false))
+                        OR tombstones.left_roots ?| ARRAY(SELECT v.root_name FROM \(schema).shared_zones_reached v
+                            WHERE v.accepted AND v.zone_id = tombstones.zone_id AND v.root_name IS NOT NULL))
+                    """
+                return Rule(read: "(\(read) OR (\(sharedZone) AND \(ofMyHierarchies)))", insert: write, update: write, delete: read)
             case "hierarchy_moves":
                 // Written by the zone's owner (shares are in private zones). A participant reads
                 // the moves of the records it reaches now, and of those that left a hierarchy

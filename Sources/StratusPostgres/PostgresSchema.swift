@@ -84,9 +84,10 @@ import Foundation
 /// (``PostgresEngine/analyzeIfGrown(_:)``); the upgrade applies it.
 ///
 /// Version 18 keeps records' moves between share hierarchies (`hierarchy_moves`,
-/// ``Stratus/HierarchyMove``): a new table, created by `CREATE … IF NOT EXISTS`, which its
-/// row-level security lets an accepted participant's role read as it reads tombstones; the
-/// upgrade applies it.
+/// ``Stratus/HierarchyMove``): a new table, created by `CREATE … IF NOT EXISTS`, and a
+/// tombstone's `left_roots` (the hierarchies its record was in), a column added by `ALTER
+/// TABLE … IF NOT EXISTS`; its row-level security lets an accepted participant's role read the
+/// moves and tombstones its zone changes hand it, never another share's; the upgrade applies it.
 enum PostgresSchema {
     static let version = 18
     /// The version whose `ix_` indexes hold declared values only.
@@ -152,6 +153,7 @@ enum PostgresSchema {
             deleted_at double precision NOT NULL,
             PRIMARY KEY(zone_id, record_name)
         );
+        ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS left_roots jsonb;
         CREATE INDEX IF NOT EXISTS tombstones_by_change ON tombstones(zone_id, change_seq);
         CREATE INDEX IF NOT EXISTS tombstones_by_deleted_at ON tombstones(deleted_at);
         CREATE TABLE IF NOT EXISTS hierarchy_moves(

@@ -744,7 +744,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                 ar AS (DELETE FROM asset_refs AS a USING u WHERE a.zone_id = u.z AND a.record_name = u.n RETURNING a.content_id),
                 tb AS (
                     INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) SELECT u.z, u.n, $5, u.t, u.seq, $6 FROM u
-                    ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at
+                    ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = NULL
                 )
             SELECT (SELECT count(*) FROM d), ar.content_id FROM (SELECT 1) AS one LEFT JOIN ar ON true
             """, [.int64Array(deletions.map(\.zoneRow)), .textArray(deletions.map(\.recordName)), .textArray(deletions.map(\.recordType)),
@@ -780,7 +780,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         try connection.execute("""
             INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at)
             SELECT u.z, u.n, $3, u.t, u.seq, $4 FROM unnest($1::int8[], $2::text[], $5::text[], $6::int8[]) AS u(z, n, t, seq)
-            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = NULL
             """, [.int64Array(deletions.map(\.zoneRow)), .textArray(deletions.map(\.recordName)), .text(context.storageOwner), .double(now.timeIntervalSinceReferenceDate),
                   .textArray(deletions.map(\.recordType)), .int64Array(deletions.map(\.sequence))])
     }
@@ -1020,6 +1020,16 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                   .int64Array(written.map { nextSequence($0.zone) }), .textArray(written.map { HierarchyMove.encodedRoots($0.move.leftRoots) })])
     }
 
+    func recordTombstoneRoots(_ deletions: [HierarchyMove]) throws {
+        try writeDeferredDeletes()
+        let zones = try deletions.map { try existingZone($0.recordID.zoneID) }
+        try connection.execute("""
+            UPDATE tombstones AS t SET left_roots = u.r::jsonb FROM unnest($1::int8[], $2::text[], $3::text[]) AS u(z, n, r)
+            WHERE t.zone_id = u.z AND t.record_name = u.n
+            """, [.int64Array(zones.map { states[$0].row }), .textArray(deletions.map(\.recordID.recordName)),
+                  .textArray(deletions.map { HierarchyMove.encodedRoots($0.leftRoots) })])
+    }
+
     // MARK: - Deleting
 
     func deleteRecord(_ id: Record.ID) throws -> Bool {
@@ -1052,7 +1062,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let tombstoneInOneStatement = try rowsAreRoleOwn()
         let tombstone = """
             INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) SELECT $1, $2, $3, d.record_type, $4, $5 FROM d
-            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = NULL
             """
         let rows = try connection.query("""
             WITH d AS (DELETE FROM records WHERE zone_id = $1 AND record_name = $2 RETURNING record_type),

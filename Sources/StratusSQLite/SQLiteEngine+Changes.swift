@@ -26,21 +26,16 @@ extension SQLiteEngine {
                 let record = try decodeRecord(records, zoneID: request.zoneID).restricted(to: request.desiredKeys)
                 changes.append((records.int64(SQLiteSchema.recordColumnCount) & SQLiteSchema.maximumSequence, .changed(record)))
             }
-            let tombstones = try connection.statement("SELECT record_name, record_type, change_seq FROM tombstones WHERE zone_id = ? AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ?")
+            let tombstones = try connection.statement("SELECT record_name, record_type, change_seq, left_roots FROM tombstones WHERE zone_id = ? AND change_seq > ? AND change_seq <= ? ORDER BY change_seq LIMIT ?")
             try tombstones.bind([.integer(zone.row), .integer(after), .integer(end), .integer(Int64(request.limit) + 1)])
+            var deletedRecordRoots: [String: Set<String>] = [:]
             while try tombstones.step() {
                 let id = Record.ID(recordName: tombstones.text(0) ?? "", zoneID: request.zoneID)
                 changes.append((tombstones.int64(2), .deleted(id, recordType: tombstones.text(1) ?? "")))
+                if request.includesHierarchyMoves, let roots = tombstones.text(3) { deletedRecordRoots[id.recordName] = HierarchyMove.roots(decoding: roots) }
             }
             var moves: [(sequence: Int64, move: HierarchyMove)] = []
-            var deletedRecordRoots: [String: Set<String>] = [:]
             if request.includesHierarchyMoves {
-                let roots = try connection.statement("""
-                    SELECT t.record_name, m.left_roots FROM tombstones t JOIN hierarchy_moves m ON m.zone_id = t.zone_id AND m.record_name = t.record_name
-                    WHERE t.zone_id = ? AND t.change_seq > ? AND t.change_seq <= ? ORDER BY t.change_seq LIMIT ?
-                    """)
-                try roots.bind([.integer(zone.row), .integer(after), .integer(end), .integer(Int64(request.limit) + 1)])
-                while try roots.step() { deletedRecordRoots[roots.text(0) ?? ""] = HierarchyMove.roots(decoding: roots.text(1)) }
                 let select = try connection.statement("""
                     SELECT record_name, record_type, change_seq, left_roots FROM hierarchy_moves WHERE zone_id = ? AND change_seq > ? AND change_seq <= ?
                     ORDER BY change_seq LIMIT ?

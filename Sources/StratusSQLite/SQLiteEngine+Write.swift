@@ -601,6 +601,17 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         write.reset()
     }
 
+    func recordTombstoneRoots(_ deletions: [HierarchyMove]) throws {
+        let update = try connection.statement("UPDATE tombstones SET left_roots = ? WHERE zone_id = ? AND record_name = ?")
+        for deletion in deletions {
+            let zone = try existingZone(deletion.recordID.zoneID)
+            update.reset()
+            try update.bind([.text(HierarchyMove.encodedRoots(deletion.leftRoots)), .integer(zones[zone].row), .text(deletion.recordID.recordName)])
+            try update.step()
+        }
+        update.reset()
+    }
+
     /// Writes and removes the rows of `records` that writes and deletions left pending.
     private func applyPendingChanges() throws {
         try applyPendingWrites()

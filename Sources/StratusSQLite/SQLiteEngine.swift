@@ -339,6 +339,11 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             try connection.execute("ALTER TABLE records ADD COLUMN parent_name TEXT")
             names.insert("parent_name")
         }
+        let tombstoneColumns = try connection.statement("SELECT name FROM pragma_table_info('tombstones')")
+        var tombstoneNames: Set<String> = []
+        while try tombstoneColumns.step() { tombstoneNames.insert(tombstoneColumns.text(0) ?? "") }
+        tombstoneColumns.reset()
+        if !tombstoneNames.contains("left_roots") { try connection.execute("ALTER TABLE tombstones ADD COLUMN left_roots TEXT") }
         return names
     }
 

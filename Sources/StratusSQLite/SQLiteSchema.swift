@@ -50,7 +50,9 @@
 /// - version 13 indexes records by parent (``recordsByParent``, partial: records with a parent
 ///   only), created by `CREATE … IF NOT EXISTS` on open; no step.
 /// - version 14 keeps records' moves between share hierarchies (``hierarchyMoves``): a new
-///   table, created by `CREATE … IF NOT EXISTS` on open; no step (moves before it were not kept).
+///   table, created by `CREATE … IF NOT EXISTS` on open, and a tombstone's `left_roots` (the
+///   hierarchies its record was in), a column added on open; no step (moves and the roots of
+///   deletions before it were not kept).
 enum SQLiteSchema {
     static let version: Int64 = 14
     /// The version the share index came with; stores below it have their shares indexed.
@@ -112,6 +114,7 @@ enum SQLiteSchema {
             record_type TEXT NOT NULL,
             change_seq INTEGER NOT NULL,
             deleted_at REAL NOT NULL,
+            left_roots TEXT,
             PRIMARY KEY(zone_id, record_name)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS tombstones_by_change ON tombstones(zone_id, change_seq);

@@ -959,6 +959,19 @@ extension PostgresSecurityTests {
         let moves = "SELECT record_name FROM hierarchy_moves WHERE owner = $1 ORDER BY record_name"
         #expect(try store.raw(store.alice).query(moves, [.text(aliceName)]).map { try $0.text(0) } == ["bread", "diary", "milk"])
         #expect(try store.raw(store.bob).query(moves, [.text(aliceName)]).map { try $0.text(0) } == ["bread", "milk"], "never another share's")
+
+        // Deletions: Bob's role is handed, and reads with raw SQL, those of his hierarchy only
+        // (`eggs`), not the name of a record that was never in it (`diary`).
+        let eggs = makeRecord("Item", "eggs", zoneID: lists, ["title": .string("Eggs")])
+        eggs.setParent(Record.ID(recordName: "groceries", zoneID: lists))
+        try await TestDatabase.save([eggs], in: alice)
+        let beforeDeletions = try await bobsOwnRole.recordZoneChanges(inZoneWith: sharedLists, since: later.changeToken)
+        _ = try await alice.modifyRecords(saving: [], deleting: [eggs.recordID, diary.recordID])
+        let deletions = try await bobsOwnRole.recordZoneChanges(inZoneWith: sharedLists, since: beforeDeletions.changeToken)
+        #expect(deletions.deletions.map(\.recordID.recordName) == ["eggs"] && deletions.modificationResultsByID.isEmpty, "\(deletions.deletions)")
+        let tombstones = "SELECT record_name FROM tombstones WHERE owner = $1 ORDER BY record_name"
+        #expect(try store.raw(store.bob).query(tombstones, [.text(aliceName)]).map { try $0.text(0) } == ["eggs"])
+        #expect(try store.raw(store.alice).query(tombstones, [.text(aliceName)]).map { try $0.text(0) } == ["diary", "eggs"])
         #expect(try store.raw(store.carol).query(moves, [.text(aliceName)]).isEmpty)
         let forged = stratusError(await caughtError {
             try store.raw(store.bob).execute("""
@@ -969,15 +982,17 @@ extension PostgresSecurityTests {
         #expect(forged?.sqlState == "42501", "\(String(describing: forged))")
     }
 
-    @Test("a version 17 store with row-level security opens as the current version, with the hierarchy moves table and its policies")
+    @Test("a version 17 store with row-level security opens as the current version, with the hierarchy moves table, the tombstones' roots and their policies")
     func upgradeFromVersion17AddsHierarchyMoves() async throws {
         let store = try SecureStore()
         defer { store.dropRoles() }
         let admin = try PostgresConnection(url: store.database.url)
-        try admin.executeScript("DROP TABLE hierarchy_moves; UPDATE meta SET value = '17' WHERE key = 'version';")
+        try admin.executeScript("DROP TABLE hierarchy_moves; ALTER TABLE tombstones DROP COLUMN left_roots CASCADE; UPDATE meta SET value = '17' WHERE key = 'version';")
         _ = try PostgresEngine(url: store.database.url)
         #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "18")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'hierarchy_moves'")[0].int64(0) ?? 0 > 0)
+        #expect(try admin.query("SELECT count(*) FROM information_schema.columns WHERE table_name = 'tombstones' AND column_name = 'left_roots'")[0].int64(0) == 1)
+        #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'tombstones' AND qual LIKE '%left_roots%'")[0].int64(0) ?? 0 > 0, "the participants' rule again")
         #expect(try store.raw(store.bob).query("SELECT count(*) FROM hierarchy_moves")[0].int64(0) == 0, "the group may read it")
     }
 

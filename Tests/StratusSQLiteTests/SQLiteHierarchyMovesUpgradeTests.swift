@@ -31,7 +31,7 @@ struct SQLiteHierarchyMovesUpgradeTests {
             let before = try await bob.sharedCloudDatabase.recordZoneChanges(inZoneWith: sharedZone, since: nil)
             #expect(before.modificationResultsByID.keys.contains { $0.recordName == "milk" })
             // Version 13's tables: the same, without the moves.
-            let down = try await StoreProcess.runSQL(shell, path, "DROP TABLE hierarchy_moves; PRAGMA user_version = 13;", in: store.directory)
+            let down = try await StoreProcess.runSQL(shell, path, "DROP TABLE hierarchy_moves; ALTER TABLE tombstones DROP COLUMN left_roots; PRAGMA user_version = 13;", in: store.directory)
             #expect(down.exitCode == 0, "\(down.stdout)\(down.stderr)")
 
             let reopened = Container(identifier: identifier, engine: try SQLiteEngine(path: path), userName: "alice")

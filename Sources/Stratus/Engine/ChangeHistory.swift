@@ -133,9 +133,9 @@ public struct ZoneChangeBatch: Sendable {
     /// The hierarchy moves within the batch's positions, when the request asked for them
     /// (``ZoneChangesRequest/includesHierarchyMoves``): counted in its limit with its changes.
     public var hierarchyMoves: [HierarchyMove]
-    /// For the deletions of the batch whose record has a hierarchy move (the core writes one
-    /// when it deletes a record of a zone with record-level shares), by record name: the roots
-    /// of the hierarchies the record was in (none, when it was in none). Filled when the
+    /// For the deletions of the batch whose tombstone holds the roots of the hierarchies its
+    /// record was in (``RecordWriteTransaction/recordTombstoneRoots(_:)``: deletions in zones
+    /// with record-level shares), by record name; none when it was in none. Filled when the
     /// request asked for hierarchy moves.
     public var deletedRecordRoots: [String: Set<String>]
 
@@ -309,8 +309,8 @@ public enum ChangeHistoryRules {
     /// up to `limit + 1`: changed records and tombstones (`changes`) and, when asked for,
     /// hierarchy moves (`moves`), merged and cut as ``batch(of:limit:current:incarnation:)``
     /// cuts one. `current` is the batch's last position to answer, `zoneEnd` the zone's latest.
-    /// `deletedRecordRoots`: the roots the hierarchy moves of deleted records name, by record
-    /// name (``ZoneChangeBatch/deletedRecordRoots``), kept for the deletions of the batch.
+    /// `deletedRecordRoots`: the roots tombstones hold, by record name
+    /// (``ZoneChangeBatch/deletedRecordRoots``), kept for the deletions of the batch.
     public static func zoneBatch(of changes: [(sequence: Int64, change: ZoneChangeBatch.Change)], moves: [(sequence: Int64, move: HierarchyMove)],
                                  deletedRecordRoots: [String: Set<String>] = [:], limit: Int, current: Int64, incarnation: String,
                                  zoneEnd: ChangePosition) -> ZoneChangeBatch {

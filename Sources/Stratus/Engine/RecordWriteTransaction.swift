@@ -136,6 +136,12 @@ public protocol RecordWriteTransaction: AnyObject {
     /// position, replacing an earlier move of the same record (and keeping its left roots).
     func recordHierarchyMoves(_ moves: [HierarchyMove]) throws
 
+    /// Stores, on the tombstones of records this transaction deleted, the roots of the
+    /// hierarchies each was in (``HierarchyMove/leftRoots``; none when it was in none), which
+    /// ``ZoneChangeBatch/deletedRecordRoots`` answers. A tombstone written without them (a
+    /// deletion the core did not follow, or an earlier one of the name) has none stored.
+    func recordTombstoneRoots(_ deletions: [HierarchyMove]) throws
+
     /// Asset content that rows named before this transaction and no longer name (replaced or
     /// deleted records): what a collection checks once the transaction committed. Engines keep
     /// which rows name which content (``RecordRow/assetContentIdentifiers``) with every write.

@@ -123,6 +123,10 @@ extension RecordWriteTransaction {
     @_spi(StratusEngine) public func recordHierarchyMoves(_ moves: [HierarchyMove]) throws {
         throw StratusError(.internalError, "this store's engine (\(type(of: self))) keeps no share index, so it keeps no hierarchy moves")
     }
+
+    @_spi(StratusEngine) public func recordTombstoneRoots(_ deletions: [HierarchyMove]) throws {
+        throw StratusError(.internalError, "this store's engine (\(type(of: self))) keeps no share index, so it keeps no hierarchies of deleted records")
+    }
 }
 
 extension StorageEngine {

@@ -36,6 +36,8 @@ struct ShareHierarchyMoves {
     private var order: [Record.ID] = []
     private var deleted: Set<Record.ID> = []
     private var types: [Record.ID: String] = [:]
+    /// The root a deleted share shared (a zone-wide share: none).
+    private var sharedRoots: [Record.ID: String?] = [:]
 
     init(context: DatabaseContext) {
         self.context = context
@@ -59,7 +61,7 @@ struct ShareHierarchyMoves {
     }
 
     /// Whether the write keeps track of moves in `zoneID`: a deletion there reads its record's
-    /// parent first (``deleted(_:recordType:parent:)``). Asked before a zone's first write, so that the
+    /// parent first (``deleted(_:stored:)``). Asked before a zone's first write, so that the
     /// look at the share index comes before the engine streams rows.
     mutating func tracks(_ zoneID: RecordZone.ID, in transaction: any RecordWriteTransaction) throws -> Bool {
         try !roots(of: zoneID, in: transaction).isEmpty
@@ -80,24 +82,27 @@ struct ShareHierarchyMoves {
         types[id] = recordType
     }
 
-    /// Notes a record deleted, with its type and the name of the parent it had (in a zone
-    /// ``tracks(_:in:)``).
-    mutating func deleted(_ id: Record.ID, recordType: String, parent: String?) {
-        note(id, .stored(parent: parent))
+    /// Notes a record deleted, as it was stored (in a zone ``tracks(_:in:)``).
+    mutating func deleted(_ id: Record.ID, stored record: Record) {
+        note(id, .stored(parent: record.parent?.recordID.recordName))
         deleted.insert(id)
-        types[id] = recordType
+        types[id] = record.recordType
+        if record.recordType == Record.SystemType.share { sharedRoots[id] = StoredShare(record.jsonExtras).rootRecordName }
     }
 
     /// Stores the moves of the records whose hierarchies the request changed, as the request
-    /// left the zone: each record it touched (but those it created, which their own changes
-    /// report) and every record below one. A deleted record's move (but a share's) says which
-    /// hierarchies it was in, none included, so that only their participants are handed its
-    /// tombstone. Answers, by zone name, the roots whose hierarchies a record left or came into.
+    /// left the zone: each record it touched (but those it deleted, which their tombstones
+    /// report, and those it created, which their own changes report) and every record below
+    /// one. A deleted record's tombstone gets the roots of the hierarchies it was in (a
+    /// share's, the root it shared), so that only their participants are handed it. Answers,
+    /// by zone name, the roots whose hierarchies a record left or came into.
     mutating func finish(in transaction: any RecordWriteTransaction) throws -> [String: Set<String>] {
         guard !order.isEmpty else { return [:] }
-        defer { (before, order, deleted, types) = ([:], [], [], [:]) }
+        defer { (before, order, deleted, types, sharedRoots) = ([:], [], [], [:], [:]) }
         var walk = Walk(transaction: transaction, before: before)
+        for id in deleted { walk.know(id, .absent) }
         var moves: [HierarchyMove] = []
+        var tombstones: [HierarchyMove] = []
         var touched: [String: Set<String>] = [:]
         for (zoneID, touchedHere) in Dictionary(grouping: order, by: \.zoneID) {
             let roots = try self.roots(of: zoneID, in: transaction)
@@ -109,14 +114,16 @@ struct ShareHierarchyMoves {
             while !level.isEmpty {
                 var next: [String] = []
                 for child in try transaction.childRecords(of: level, inZone: zoneID) where seen.insert(child.name).inserted {
-                    candidates.append((Record.ID(recordName: child.name, zoneID: zoneID), child.recordType))
+                    let id = Record.ID(recordName: child.name, zoneID: zoneID)
+                    walk.know(id, .stored(parent: child.parent))
+                    candidates.append((id, child.recordType))
                     next.append(child.name)
                 }
                 level = next
             }
-            for id in touchedHere where deleted.contains(id) && types[id] != Record.SystemType.share {
-                let left = try walk.roots(from: id.recordName, in: zoneID, among: roots, before: true)
-                moves.append(HierarchyMove(recordID: id, recordType: types[id] ?? "", leftRoots: left))
+            for id in touchedHere where deleted.contains(id) {
+                let left = try sharedRoots[id].map { Set([$0].compactMap { $0 }) } ?? walk.roots(from: id.recordName, in: zoneID, among: roots, before: true)
+                tombstones.append(HierarchyMove(recordID: id, recordType: types[id] ?? "", leftRoots: left))
             }
             for (id, knownType) in candidates {
                 if case .absent = before[id] { continue }
@@ -128,6 +135,7 @@ struct ShareHierarchyMoves {
                 touched[zoneID.zoneName, default: []].formUnion(rootsBefore.symmetricDifference(rootsAfter))
             }
         }
+        if !tombstones.isEmpty { try transaction.recordTombstoneRoots(tombstones) }
         guard !moves.isEmpty else { return [:] }
         try transaction.recordHierarchyMoves(moves)
         return touched
@@ -148,6 +156,11 @@ struct ShareHierarchyMoves {
             self.before = before
         }
 
+        /// Notes how the record `id` stands now, where the request knows it already.
+        mutating func know(_ id: Record.ID, _ state: Before) {
+            links[id] = state
+        }
+
         /// Whether the record `id` is stored, and with which parent (was, `before`: a record
         /// the request did not touch stood before as it stands now).
         private mutating func link(_ id: Record.ID, before wanted: Bool) throws -> Before {
@@ -161,22 +174,29 @@ struct ShareHierarchyMoves {
         /// The roots among `roots` on the chain from the record `name` up, itself included;
         /// none when the record is not stored (was not, `before`).
         mutating func roots(from name: String, in zoneID: RecordZone.ID, among roots: Set<String>, before wanted: Bool) throws -> Set<String> {
+            if let known = reached[wanted]?[Record.ID(recordName: name, zoneID: zoneID)] { return known }
             var chain: [Record.ID] = []
             var seen: Set<String> = []
             var current: String? = name
             var above: Set<String> = []
+            // A chain that comes back on itself, or goes deeper than any hierarchy, is not
+            // remembered: what its records reach depends on where a walk entered it.
+            var complete = true
             while let name = current {
                 let id = Record.ID(recordName: name, zoneID: zoneID)
                 if let known = reached[wanted]?[id] { above = known; break }
-                guard chain.count < SharedDatabaseAccess.maximumDepth, seen.insert(name).inserted, case .stored(let parent) = try link(id, before: wanted) else { break }
+                guard chain.count < SharedDatabaseAccess.maximumDepth, seen.insert(name).inserted else { complete = false; break }
+                guard case .stored(let parent) = try link(id, before: wanted) else { break }
                 chain.append(id)
                 current = parent
             }
+            var found: Set<String> = []
             for id in chain.reversed() {
                 if roots.contains(id.recordName) { above.insert(id.recordName) }
-                reached[wanted]?[id] = above
+                if complete { reached[wanted]?[id] = above }
+                if id.recordName == name { found = above }
             }
-            return reached[wanted]?[Record.ID(recordName: name, zoneID: zoneID)] ?? []
+            return found
         }
     }
 }

@@ -699,7 +699,7 @@ enum RecordWriteExecutor {
                 // In a zone shared record by record, the record and what was below it leave its hierarchies.
                 let tracked = try hierarchy.tracks(target.zoneID, in: transaction) ? try stored ?? transaction.storedRecord(target) : nil
                 guard try transaction.deleteRecord(target) else { continue }
-                if let tracked { hierarchy.deleted(target, recordType: tracked.recordType, parent: tracked.parent?.recordID.recordName) }
+                if let tracked { hierarchy.deleted(target, stored: tracked) }
                 notifier?.deleted(target, stored: stored)
                 if name == id.recordName { deletedRoot = true } else { outcome.cascadeDeletedIDs.append(target) }
                 // A share its root's deletion takes along leaves the index with it: row-level
