@@ -10,6 +10,7 @@ extension EngineConformance {
         TestCase("in a zone shared record by record, a participant's deletion of a stored record outside the share and of a name never stored answer alike (unknownItem, as a fetch does) and delete nothing; in a zone shared as a whole a name never stored is deleted as in the owner's zone", deletionsTellNoNames),
         TestCase("a record that leaves a participant's hierarchy (the owner gives it another parent, or deletes a record above it) is reported deleted to them with everything below it, in their zone changes since their token; moves in another share's hierarchy reach no other participant, nor do deletions of records that were never in theirs, and the owner's own zone changes report only what the owner did", leavingAHierarchyIsADeletion),
         TestCase("a record that comes into a participant's hierarchy (the owner gives it a parent in the share, or makes again the deleted parent orphans still name) is reported changed to them with everything below it; a small resultsLimit pages through the moves as through other changes, and compaction takes them as it takes tombstones", enteringAHierarchyIsAChange),
+        TestCase("a read-write participant's deletion through the shared database takes what was below the record out of the hierarchy for the other participants too, and a record the owner moves in is handed with the keys a participant asked for", participantsMovesReachOthers),
     ]
 
     /// Alice's zone `Family` holding `records` (made for the zone's ID), shared as a whole with
@@ -184,6 +185,42 @@ extension EngineConformance {
         _ = try await alice.save(milk)
         let again = try await changeNames(shared, zoneID, since: gone.token)
         #expect(again.changed == ["milk", "bread"] && again.deleted.isEmpty, "\(again)")
+    }
+
+    private static func participantsMovesReachOthers(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readWrite)
+        let (bob, carol) = (env.container(user: "bob"), env.container(user: "carol"))
+        let url = try #require(share.url)
+        try await bob.accept(try await bob.shareMetadata(for: url))
+        let invited = try #require(try await alice.record(for: share.recordID) as? Share)
+        invited.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: try await carol.userRecordID())))
+        _ = try await alice.save(invited)
+        try await carol.accept(try await carol.shareMetadata(for: url))
+        let start = try await changeNames(carol.sharedCloudDatabase, zoneID, since: nil)
+        #expect(start.changed.isSuperset(of: ["groceries", "milk", "bread"]))
+
+        // Bob deletes `milk` through his shared database: `bread`, still stored, leaves Carol's hierarchy with it.
+        _ = try await bob.sharedCloudDatabase.deleteRecord(withID: Record.ID(recordName: "milk", zoneID: zoneID))
+        let gone = try await changeNames(carol.sharedCloudDatabase, zoneID, since: start.token)
+        #expect(gone.changed.isEmpty && gone.deleted == ["milk": "Item", "bread": "Item"], "\(gone)")
+
+        // Alice moves `diary` under the list: Carol is handed `page` below it (unchanged itself)
+        // with the keys she asks for.
+        let ownZone = RecordZone.ID(zoneName: "Lists")
+        let page = Record(recordType: "Note", recordID: Record.ID(recordName: "page", zoneID: ownZone))
+        page["title"] = "Page one"
+        page["note"] = "kept"
+        page.setParent(Record.ID(recordName: "diary", zoneID: ownZone))
+        _ = try await alice.save(page)
+        let beforeMove = try await changeNames(carol.sharedCloudDatabase, zoneID, since: gone.token)
+        #expect(beforeMove.changed.isEmpty && beforeMove.deleted.isEmpty)
+        let diary = try await alice.record(for: Record.ID(recordName: "diary", zoneID: ownZone))
+        diary.setParent(Record.ID(recordName: "groceries", zoneID: ownZone))
+        _ = try await alice.save(diary)
+        let came = try await carol.sharedCloudDatabase.recordZoneChanges(inZoneWith: zoneID, since: beforeMove.token, desiredKeys: ["title"])
+        #expect(Set(came.modificationResultsByID.keys.map(\.recordName)) == ["diary", "page"])
+        let handed = try #require(try came.modificationResultsByID[Record.ID(recordName: "page", zoneID: zoneID)]?.get().record)
+        #expect(handed["title"] as? String == "Page one" && handed["note"] == nil && handed.parent?.recordID.recordName == "diary", "\(handed.allKeys())")
     }
 
     private static func deletionsTellNoNames(_ env: Environment) async throws {
