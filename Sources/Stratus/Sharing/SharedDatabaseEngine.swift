@@ -221,30 +221,21 @@ final class SharedDatabaseEngine: StorageEngine, Sendable {
                                        zone: SharedDatabaseAccess.Zone) throws {
         guard !batch.hierarchyMoves.isEmpty else { return }
         defer { batch.hierarchyMoves = [] }
-        var named: [String: Int] = [:]
-        for (index, change) in batch.changes.enumerated() {
+        // A record the batch holds already is as the participant should have it: changed ones
+        // passed the filter (they reach it), and a tombstone wins over a move.
+        var named = Set(batch.changes.map { change in
             switch change {
-            case .changed(let record): named[record.recordID.recordName] = index
-            case .deleted(let id, _): named[id.recordName] = index
+            case .changed(let record): record.recordID.recordName
+            case .deleted(let id, _): id.recordName
             }
-        }
-        let ids = batch.hierarchyMoves.map(\.recordID).filter { named[$0.recordName] == nil }
-        let stored = ids.isEmpty ? [:] : try base.fetchRecords(ids, in: zone.context)
-        for move in batch.hierarchyMoves {
-            let name = move.recordID.recordName
-            if let index = named[name], case .deleted = batch.changes[index] { continue }
-            if let record = stored[move.recordID] ?? named[name].flatMap({ index in
-                if case .changed(let record) = batch.changes[index] { record } else { nil } }),
-               try access.permission(for: record, in: zone) != nil {
-                guard named[name] == nil else { continue }
-                named[name] = batch.changes.count
+        })
+        let moves = batch.hierarchyMoves.filter { !named.contains($0.recordID.recordName) }
+        let stored = moves.isEmpty ? [:] : try base.fetchRecords(moves.map(\.recordID), in: zone.context)
+        for move in moves where named.insert(move.recordID.recordName).inserted {
+            if let record = stored[move.recordID], try access.permission(for: record, in: zone) != nil {
                 batch.changes.append(.changed(record.restricted(to: desiredKeys)))
             } else if !fromStart, !move.leftRoots.isDisjoint(with: zone.roots.keys) {
-                let deletion = ZoneChangeBatch.Change.deleted(Record.ID(recordName: name, zoneID: zone.zoneID), recordType: move.recordType)
-                if let index = named[name] { batch.changes[index] = deletion } else {
-                    named[name] = batch.changes.count
-                    batch.changes.append(deletion)
-                }
+                batch.changes.append(.deleted(Record.ID(recordName: move.recordID.recordName, zoneID: zone.zoneID), recordType: move.recordType))
             }
         }
     }
