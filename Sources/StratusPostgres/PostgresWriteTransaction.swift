@@ -362,7 +362,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let base = states[zone].sequence
         var columns = RowColumns()
         for (offset, row) in rows.enumerated() {
-            precondition(row.recordID.zoneID == first.recordID.zoneID && row.parent == nil, "insertNewRecords takes rows of one zone without parents")
+            precondition(row.recordID.zoneID.isSameZone(as: first.recordID.zoneID) && row.parent == nil, "insertNewRecords takes rows of one zone without parents")
             columns.append(row, sequence: base + Int64(offset) + 1)
         }
         let result = try connection.query("""
@@ -409,7 +409,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         if starts { try connection.beginCopy("COPY records(\(Self.columns)) FROM STDIN (FORMAT binary)") }
         var copy = PostgresBinaryCopy(header: starts, reservingCapacity: rows.count * 512)
         for index in rows.indices {
-            precondition(rows[index].recordID.zoneID == rows[0].recordID.zoneID && rows[index].parent == nil, "insertNewRecords takes rows of one zone without parents")
+            precondition(rows[index].recordID.zoneID.isSameZone(as: rows[0].recordID.zoneID) && rows[index].parent == nil, "insertNewRecords takes rows of one zone without parents")
             Self.append(rows[index], zoneRow: zoneRow, owner: context.storageOwner, sequence: base + Int64(index) + 1, to: &copy)
         }
         try connection.sendCopyData(copy.bytes)

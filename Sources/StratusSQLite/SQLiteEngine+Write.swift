@@ -304,7 +304,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         // As the rows spell it (the zone's state may be kept under its other spelling).
         let zoneID = run[run.startIndex].recordID.zoneID
         for (offset, row) in run.enumerated() {
-            precondition(row.recordID.zoneID == zoneID && row.parent == nil, "insertNewRecords takes rows of one zone without parents")
+            precondition(row.recordID.zoneID.isSameZone(as: zoneID) && row.parent == nil, "insertNewRecords takes rows of one zone without parents")
             try bindRow(row, sequence: base + Int64(offset) + 1, zoneRow: zoneRow, at: Int32(offset * Self.parametersPerNewRow), to: statement, texts: &arena)
         }
         try statement.step(bindingInPlace: arena)

@@ -298,9 +298,9 @@ final class ImportRun {
     /// ``zone(for:line:consumed:)``), keeping the owner's name the input gave when it differs.
     /// The record placed as the last record was, when it names the same zone; `nil` otherwise.
     private func placedLikeTheLast(_ record: Record) -> Record? {
-        guard lastGivenZone == record.recordID.zoneID else { return nil }
+        guard let lastGivenZone, lastGivenZone.isSameZone(as: record.recordID.zoneID) else { return nil }
         let (zoneID, keptOwner) = lastPlacement
-        if zoneID == record.recordID.zoneID && keptOwner == nil { return record }
+        if zoneID.isSameZone(as: record.recordID.zoneID) && keptOwner == nil { return record }
         return record.copy(into: zoneID, ownerRecordName: keptOwner)
     }
 
@@ -328,7 +328,7 @@ final class ImportRun {
     ///   other than the required one, or a missing zone not to be created; what was read before
     ///   is written first.
     private func zone(for given: RecordZone.ID, line: Int, recordName: String, consumed: Int) async throws -> (RecordZone.ID, String?) {
-        if lastGivenZone == given { return lastPlacement }
+        if let lastGivenZone, lastGivenZone.isSameZone(as: given) { return lastPlacement }
         let placed = try await placement(for: given, line: line, recordName: recordName, consumed: consumed)
         lastGivenZone = given
         lastPlacement = placed

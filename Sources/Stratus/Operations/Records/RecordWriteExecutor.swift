@@ -369,7 +369,7 @@ enum RecordWriteExecutor {
             var rows: [RecordRow] = []
             var resolutions: [RecordWriteRules.Resolution] = []
             for save in saves[start...].prefix(RecordWriteExecutor.maximumNewRun) {
-                guard save.recordID.zoneID == first.recordID.zoneID, save.parent == nil, !saved.contains(save.recordID), !shares.mustSee(save),
+                guard save.recordID.zoneID.isSameZone(as: first.recordID.zoneID), save.parent == nil, !saved.contains(save.recordID), !shares.mustSee(save),
                       case .success(let new) = RecordWriteRules.resolve(save, existing: nil, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
                       new.kind == .created, try typeRules.admitsNewRow(save, in: transaction) else { break }
                 // A new record stores exactly its incoming values: the document prepared with it.
