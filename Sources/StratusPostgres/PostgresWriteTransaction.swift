@@ -743,8 +743,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                 tk AS (DELETE FROM record_tokens AS k USING u WHERE k.zone_id = u.z AND k.record_name = u.n),
                 ar AS (DELETE FROM asset_refs AS a USING u WHERE a.zone_id = u.z AND a.record_name = u.n RETURNING a.content_id),
                 tb AS (
-                    INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) SELECT u.z, u.n, $5, u.t, u.seq, $6 FROM u
-                    ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = NULL
+                    INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at, left_roots) SELECT u.z, u.n, $5, u.t, u.seq, $6, '[]' FROM u
+                    ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = excluded.left_roots
                 )
             SELECT (SELECT count(*) FROM d), ar.content_id FROM (SELECT 1) AS one LEFT JOIN ar ON true
             """, [.int64Array(deletions.map(\.zoneRow)), .textArray(deletions.map(\.recordName)), .textArray(deletions.map(\.recordType)),
@@ -778,9 +778,9 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             throw rowSecurityRefusal("delete", refused.id)
         }
         try connection.execute("""
-            INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at)
-            SELECT u.z, u.n, $3, u.t, u.seq, $4 FROM unnest($1::int8[], $2::text[], $5::text[], $6::int8[]) AS u(z, n, t, seq)
-            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = NULL
+            INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at, left_roots)
+            SELECT u.z, u.n, $3, u.t, u.seq, $4, '[]' FROM unnest($1::int8[], $2::text[], $5::text[], $6::int8[]) AS u(z, n, t, seq)
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = excluded.left_roots
             """, [.int64Array(deletions.map(\.zoneRow)), .textArray(deletions.map(\.recordName)), .text(context.storageOwner), .double(now.timeIntervalSinceReferenceDate),
                   .textArray(deletions.map(\.recordType)), .int64Array(deletions.map(\.sequence))])
     }
@@ -1061,8 +1061,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         // tombstone of a row that is gone, which a statement's own deletion is not to itself.
         let tombstoneInOneStatement = try rowsAreRoleOwn()
         let tombstone = """
-            INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at) SELECT $1, $2, $3, d.record_type, $4, $5 FROM d
-            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = NULL
+            INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at, left_roots) SELECT $1, $2, $3, d.record_type, $4, $5, '[]' FROM d
+            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = excluded.left_roots
             """
         let rows = try connection.query("""
             WITH d AS (DELETE FROM records WHERE zone_id = $1 AND record_name = $2 RETURNING record_type),

@@ -550,7 +550,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         try tokens.step()
         releasedAssetContents.formUnion(try removeAssetReferences(of: name, zoneRow: zoneRow))
         zones[zone].hasTombstones = true
-        let tombstone = try connection.statement("INSERT OR REPLACE INTO tombstones(zone_id, record_name, record_type, change_seq, deleted_at) VALUES (?, ?, ?, ?, ?)")
+        let tombstone = try connection.statement("INSERT OR REPLACE INTO tombstones(zone_id, record_name, record_type, change_seq, deleted_at, left_roots) VALUES (?, ?, ?, ?, ?, '[]')")
         try tombstone.bind([.integer(zoneRow), .text(name), .text(type), .integer(try nextSequence(zone)), .real(now.timeIntervalSinceReferenceDate)])
         try tombstone.step()
         return true

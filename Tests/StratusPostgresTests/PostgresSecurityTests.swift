@@ -925,18 +925,20 @@ extension PostgresSecurityTests {
         let store = try SecureStore()
         defer { store.dropRoles() }
         let aliceName = store.aliceName
-        let (alice, lists, _) = try await store.shareAlicesList(bob: .readOnly) { lists in
+        // `old-list` is deleted before the zone has a record-level share: in no hierarchy.
+        let (alice, lists, _) = try await store.shareAlicesList(bob: .readOnly, deletingBeforeSharing: ["old-list"]) { lists in
             let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
             let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
             milk.setParent(root)
             let bread = makeRecord("Item", "bread", zoneID: lists, ["title": .string("Bread")])
             bread.setParent(milk)
-            return [root, milk, bread]
+            return [root, milk, bread, makeRecord("List", "old-list", zoneID: lists, [:])]
         }
         let sharedLists = RecordZone.ID(zoneName: "Lists", ownerName: aliceName)
         let bobsOwnRole = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob).sharedCloudDatabase
         let start = try await bobsOwnRole.recordZoneChanges(inZoneWith: sharedLists, since: nil)
         #expect(Set(start.modificationResultsByID.keys.map(\.recordName)).isSuperset(of: ["groceries", "milk", "bread"]))
+        #expect(start.deletions.isEmpty, "\(start.deletions)")
 
         // Alice's own role (a member) takes `milk` out of the list.
         let milk = try await alice.record(for: Record.ID(recordName: "milk", zoneID: lists))
@@ -961,7 +963,7 @@ extension PostgresSecurityTests {
         #expect(try store.raw(store.bob).query(moves, [.text(aliceName)]).map { try $0.text(0) } == ["bread", "milk"], "never another share's")
 
         // Deletions: Bob's role is handed, and reads with raw SQL, those of his hierarchy only
-        // (`eggs`), not the name of a record that was never in it (`diary`).
+        // (`eggs`), not the name of a record that was never in it (`diary`, `old-list`).
         let eggs = makeRecord("Item", "eggs", zoneID: lists, ["title": .string("Eggs")])
         eggs.setParent(Record.ID(recordName: "groceries", zoneID: lists))
         try await TestDatabase.save([eggs], in: alice)
@@ -971,7 +973,7 @@ extension PostgresSecurityTests {
         #expect(deletions.deletions.map(\.recordID.recordName) == ["eggs"] && deletions.modificationResultsByID.isEmpty, "\(deletions.deletions)")
         let tombstones = "SELECT record_name FROM tombstones WHERE owner = $1 ORDER BY record_name"
         #expect(try store.raw(store.bob).query(tombstones, [.text(aliceName)]).map { try $0.text(0) } == ["eggs"])
-        #expect(try store.raw(store.alice).query(tombstones, [.text(aliceName)]).map { try $0.text(0) } == ["diary", "eggs"])
+        #expect(try store.raw(store.alice).query(tombstones, [.text(aliceName)]).map { try $0.text(0) } == ["diary", "eggs", "old-list"])
         #expect(try store.raw(store.carol).query(moves, [.text(aliceName)]).isEmpty)
         let forged = stratusError(await caughtError {
             try store.raw(store.bob).execute("""
@@ -1078,12 +1080,13 @@ private struct SecureStore {
     /// shared with Bob with `permission`, which Bob accepts through the tables' owner acting for
     /// him (accepting changes Alice's share record, which no member's role writes). Answers
     /// Alice's database on her own role, the zone, and Bob's container on the tables' owner.
-    func shareAlicesList(bob permission: Share.ParticipantPermission, holding records: (RecordZone.ID) -> [Record]) async throws
+    func shareAlicesList(bob permission: Share.ParticipantPermission, deletingBeforeSharing deleted: [String] = [], holding records: (RecordZone.ID) -> [Record]) async throws
         -> (alice: Database, lists: RecordZone.ID, bobAsAdministered: Container) {
         let alice = Container(identifier: identifier, engine: try engine(self.alice), userName: self.alice).privateCloudDatabase
         let lists = try await alice.save(RecordZone(zoneName: "Lists")).zoneID
         let stored = records(lists)
         try await TestDatabase.save(stored, in: alice)
+        if !deleted.isEmpty { _ = try await alice.modifyRecords(saving: [], deleting: deleted.map { Record.ID(recordName: $0, zoneID: lists) }) }
         let storedRoot = try await alice.record(for: try #require(stored.first).recordID)
         let share = Share(rootRecord: storedRoot)
         let invited = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: bobName)))

@@ -11,6 +11,7 @@ extension EngineConformance {
         TestCase("a record that leaves a participant's hierarchy (the owner gives it another parent, or deletes a record above it) is reported deleted to them with everything below it, in their zone changes since their token; moves in another share's hierarchy reach no other participant, nor do deletions of records that were never in theirs, and the owner's own zone changes report only what the owner did", leavingAHierarchyIsADeletion),
         TestCase("a record that comes into a participant's hierarchy (the owner gives it a parent in the share, or makes again the deleted parent orphans still name) is reported changed to them with everything below it; a small resultsLimit pages through the moves as through other changes, and compaction takes them as it takes tombstones", enteringAHierarchyIsAChange),
         TestCase("a read-write participant's deletion through the shared database takes what was below the record out of the hierarchy for the other participants too, and a record the owner moves in is handed with the keys a participant asked for", participantsMovesReachOthers),
+        TestCase("deletions made in a zone before it had a record-level share, under the root's own hierarchy or outside it, reach no participant's zone changes; the owner's own zone changes still list them", deletionsBeforeTheShareTellNoNames),
     ]
 
     /// Alice's zone `Family` holding `records` (made for the zone's ID), shared as a whole with
@@ -221,6 +222,42 @@ extension EngineConformance {
         #expect(Set(came.modificationResultsByID.keys.map(\.recordName)) == ["diary", "page"])
         let handed = try #require(try came.modificationResultsByID[Record.ID(recordName: "page", zoneID: zoneID)]?.get().record)
         #expect(handed["title"] as? String == "Page one" && handed["note"] == nil && handed.parent?.recordID.recordName == "diary", "\(handed.allKeys())")
+    }
+
+    private static func deletionsBeforeTheShareTellNoNames(_ env: Environment) async throws {
+        let alice = env.container(user: "alice").privateCloudDatabase
+        let ownZone = RecordZone.ID(zoneName: "Plans")
+        _ = try await alice.modifyRecordZones(saving: [RecordZone(zoneID: ownZone)], deleting: [])
+        let trip = Record(recordType: "List", recordID: Record.ID(recordName: "trip", zoneID: ownZone))
+        let surprise = Record(recordType: "Item", recordID: Record.ID(recordName: "surprise-party-for-bob", zoneID: ownZone))
+        let draft = Record(recordType: "Item", recordID: Record.ID(recordName: "draft-of-the-trip", zoneID: ownZone))
+        draft.setParent(trip)
+        _ = try await alice.modifyRecords(saving: [trip, surprise, draft], deleting: [])
+        _ = try await alice.modifyRecords(saving: [], deleting: [surprise.recordID, draft.recordID])
+        let ownerStart = try await alice.recordZoneChanges(inZoneWith: ownZone, since: nil)
+        #expect(Set(ownerStart.deletions.map(\.recordID.recordName)) == ["surprise-party-for-bob", "draft-of-the-trip"], "\(ownerStart.deletions)")
+
+        let storedTrip = try await alice.record(for: trip.recordID)
+        let share = Share(rootRecord: storedTrip)
+        let bob = env.container(user: "bob")
+        let participant = Share.Participant(userIdentity: UserIdentity(userRecordID: try await bob.userRecordID()))
+        participant.permission = .readOnly
+        share.addParticipant(participant)
+        let saved = try #require(try await alice.modifyRecords(saving: [storedTrip, share], deleting: []).saveResults[share.recordID]?.get() as? Share)
+        try await bob.accept(try await bob.shareMetadata(for: try #require(saved.url)))
+        let zoneID = RecordZone.ID(zoneName: "Plans", ownerName: try await env.container(user: "alice").userRecordID().recordName)
+        let start = try await changeNames(bob.sharedCloudDatabase, zoneID, since: nil)
+        #expect(start.changed == ["trip", share.recordID.recordName] && start.deleted.isEmpty, "\(start)")
+        // A deletion once the zone is shared record by record reaches Bob only from his hierarchy.
+        let list = Record(recordType: "Item", recordID: Record.ID(recordName: "packing-list", zoneID: ownZone))
+        list.setParent(trip)
+        let gift = Record(recordType: "Item", recordID: Record.ID(recordName: "gift-for-bob", zoneID: ownZone))
+        _ = try await alice.modifyRecords(saving: [list, gift], deleting: [])
+        _ = try await alice.modifyRecords(saving: [], deleting: [list.recordID, gift.recordID])
+        let later = try await changeNames(bob.sharedCloudDatabase, zoneID, since: start.token)
+        #expect(later.changed.isEmpty && later.deleted == ["packing-list": "Item"], "\(later)")
+        // From no token, the deletions of the zone's history that were in his hierarchy.
+        #expect(try await changeNames(bob.sharedCloudDatabase, zoneID, since: nil).deleted == ["packing-list": "Item"])
     }
 
     private static func deletionsTellNoNames(_ env: Environment) async throws {

@@ -74,6 +74,9 @@ public protocol RecordWriteTransaction: AnyObject {
     func updateStoredRecords(_ updates: [StoredRecordUpdate]) throws -> [Bool]
 
     /// Deletes a stored record and leaves a tombstone. Answers `false` when there was none.
+    /// The tombstone names no hierarchy (empty roots, stored as such, not as unknown): in a
+    /// zone without record-level shares a record is in none, and in a zone with them the core
+    /// stores its roots (``recordTombstoneRoots(_:)``) before the transaction ends.
     func deleteRecord(_ id: Record.ID) throws -> Bool
 
     /// The names of the records in `id`'s zone whose `.deleteSelf` references point at `id`.
@@ -138,8 +141,8 @@ public protocol RecordWriteTransaction: AnyObject {
 
     /// Stores, on the tombstones of records this transaction deleted, the roots of the
     /// hierarchies each was in (``HierarchyMove/leftRoots``; none when it was in none), which
-    /// ``ZoneChangeBatch/deletedRecordRoots`` answers. A tombstone written without them (a
-    /// deletion the core did not follow, or an earlier one of the name) has none stored.
+    /// ``ZoneChangeBatch/deletedRecordRoots`` answers. Only tombstones written before an
+    /// engine kept roots, or by raw SQL, have them unknown (not in the batch's roots).
     func recordTombstoneRoots(_ deletions: [HierarchyMove]) throws
 
     /// Asset content that rows named before this transaction and no longer name (replaced or

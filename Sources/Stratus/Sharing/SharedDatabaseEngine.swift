@@ -198,9 +198,10 @@ final class SharedDatabaseEngine: StorageEngine, Sendable {
         asked.includesHierarchyMoves = zone.zoneWide == nil
         var batch = try base.fetchZoneChanges(asked, in: zone.context)
         guard zone.zoneWide == nil else { return batch }
-        // A deletion passes unless its record's move says it was in no hierarchy of theirs (a
-        // deleted record's hierarchy cannot be read any more; one deleted before the zone was
-        // shared record by record, or with raw SQL, has no move and passes).
+        // A deletion passes when its tombstone names a hierarchy of theirs (a deleted record's
+        // hierarchy cannot be read any more). One deleted before the zone was shared record by
+        // record names none; one whose hierarchies are unknown (a tombstone older than the
+        // engine's roots, a deletion with raw SQL) passes.
         let shared = Set(zone.roots.keys)
         batch.changes = try batch.changes.filter { change in
             switch change {
