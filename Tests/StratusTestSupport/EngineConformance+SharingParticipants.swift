@@ -14,7 +14,7 @@ extension EngineConformance {
         TestCase("a shared zone its owner deletes leaves the participant's shared database, and a zone made again under its name shares nothing", sharedZoneDeletion),
         TestCase("a participant leaves a share by deleting it from their shared database: the owner reads them removed, and the zone leaves their shared database", participantLeaves),
         TestCase("a participant leaves a shared zone by deleting it from their shared database: every share of the zone they accepted marks them removed, the zone leaves their shared database, the owner's records and other participants stay; a zone they do not reach is zoneNotFound", participantLeavesZone),
-        TestCase("a participant's database subscription of the shared database fires, in the owner's write, for a save of a record they reach and a deletion in the zone, never for a record outside their hierarchy or a participant who did not accept; a participant's write tells the others; a deletion, and a record moved out of the hierarchy, tell subscriptions of every type; a participant the owner removes, those of a share the owner deletes and those of a zone the owner deletes are told they lost it", sharedDatabaseSubscriptionFires),
+        TestCase("a participant's database subscription of the shared database fires, in the owner's write, for a save or a deletion of a record they reach, never for a record outside their hierarchy or a participant who did not accept; a participant's write tells the others; a deletion, and a record moved out of the hierarchy, tell subscriptions of every type; a participant the owner removes, those of a share the owner deletes and those of a zone the owner deletes are told they lost it", sharedDatabaseSubscriptionFires),
         TestCase("an owner who is also a participant elsewhere keeps her private and shared database subscriptions apart: a participant's write in her zone tells her private one, a write in a zone shared with her her shared one", ownersPrivateAndSharedSubscriptionsStayApart),
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
         TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
@@ -428,8 +428,11 @@ extension EngineConformance {
         _ = try await alice.save(eggs)
         #expect(try await told("bob", bob) == ["shared-changes shared"])
 
-        // A deletion alone (its type not read) tells subscriptions of every type.
+        // A deletion outside the hierarchy tells him nothing; one in it (its type not read)
+        // tells subscriptions of every type.
         _ = try await alice.deleteRecord(withID: Record.ID(recordName: "diary", zoneID: lists))
+        #expect(try await told("bob", bob).isEmpty, "the deletion of a record Bob never reached")
+        _ = try await alice.deleteRecord(withID: Record.ID(recordName: "bread", zoneID: lists))
         #expect(try await told("bob", bob) == ["shared-changes shared", "shared-lists shared"])
 
         // Bob's write through the shared database tells Carol, and his own subscription, as a

@@ -17,7 +17,7 @@ import Foundation
 /// ```swift
 /// var moves = ShareHierarchyMoves(context: context)
 /// try moves.saved(id, recordType: "Item", parentBefore: "groceries", parentAfter: nil, created: false, in: transaction)
-/// let touched = try moves.finish(in: transaction)   // roots whose hierarchies changed, by zone name
+/// let (moved, deleted) = try moves.finish(in: transaction)   // roots whose hierarchies changed, by zone name
 /// ```
 struct ShareHierarchyMoves {
     /// Where a record of the request stood before it: stored with this parent, or not stored.
@@ -95,15 +95,18 @@ struct ShareHierarchyMoves {
     /// report, and those it created, which their own changes report) and every record below
     /// one. A deleted record's tombstone gets the roots of the hierarchies it was in (a
     /// share's, the root it shared), so that only their participants are handed it. Answers,
-    /// by zone name, the roots whose hierarchies a record left or came into.
-    mutating func finish(in transaction: any RecordWriteTransaction) throws -> [String: Set<String>] {
-        guard !order.isEmpty else { return [:] }
+    /// by zone name, the roots whose hierarchies a record left or came into (`moved`), and
+    /// those of the hierarchies deleted records were in (`deleted`: every zone where the
+    /// request deleted a record it followed, the roots empty when none was in a hierarchy).
+    mutating func finish(in transaction: any RecordWriteTransaction) throws -> (moved: [String: Set<String>], deleted: [String: Set<String>]) {
+        guard !order.isEmpty else { return ([:], [:]) }
         defer { (before, order, deleted, types, sharedRoots) = ([:], [], [], [:], [:]) }
         var walk = Walk(transaction: transaction, before: before)
         for id in deleted { walk.know(id, .absent) }
         var moves: [HierarchyMove] = []
         var tombstones: [HierarchyMove] = []
         var touched: [String: Set<String>] = [:]
+        var deletedRoots: [String: Set<String>] = [:]
         for (zoneID, touchedHere) in Dictionary(grouping: order, by: \.zoneID) {
             let roots = try self.roots(of: zoneID, in: transaction)
             // The records below those touched, a level at a time for all of them at once; a
@@ -124,6 +127,7 @@ struct ShareHierarchyMoves {
             for id in touchedHere where deleted.contains(id) {
                 let left = try sharedRoots[id].map { Set([$0].compactMap { $0 }) } ?? walk.roots(from: id.recordName, in: zoneID, among: roots, before: true)
                 tombstones.append(HierarchyMove(recordID: id, recordType: types[id] ?? "", leftRoots: left))
+                deletedRoots[zoneID.zoneName, default: []].formUnion(left)
             }
             for (id, knownType) in candidates {
                 if case .absent = before[id] { continue }
@@ -136,9 +140,9 @@ struct ShareHierarchyMoves {
             }
         }
         if !tombstones.isEmpty { try transaction.recordTombstoneRoots(tombstones) }
-        guard !moves.isEmpty else { return [:] }
+        guard !moves.isEmpty else { return ([:], deletedRoots) }
         try transaction.recordHierarchyMoves(moves)
-        return touched
+        return (touched, deletedRoots)
     }
 
     /// Follows `parent` chains up in the transaction's view of a zone, as it is (after) or as

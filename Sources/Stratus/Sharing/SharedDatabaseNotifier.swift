@@ -111,9 +111,18 @@ enum SharedDatabaseNotifier {
                 let zoneID = RecordZone.ID(zoneName: zoneName, ownerName: context.storageOwner)
                 // Deletions (their types not read) and a zone lost tell subscriptions of every type.
                 // So do records that left or came into their hierarchies: deletions to them, or
-                // changes, of types not read.
+                // changes, of types not read. In a zone shared record by record, a deletion tells
+                // only the participants of the hierarchies its record was in.
                 let moved = outcome.hierarchyMovedRoots[zoneName] ?? []
-                if changes.deleted || shares.contains(where: lost.contains) || shares.contains(where: { $0.rootRecordName.map(moved.contains) ?? false }) {
+                let deletionReaches: Bool
+                if !changes.deleted {
+                    deletionReaches = false
+                } else if let deletedRoots = outcome.hierarchyDeletedRoots[zoneName] {
+                    deletionReaches = shares.contains { $0.rootRecordName.map(deletedRoots.contains) ?? true }
+                } else {
+                    deletionReaches = true
+                }
+                if deletionReaches || shares.contains(where: lost.contains) || shares.contains(where: { $0.rootRecordName.map(moved.contains) ?? false }) {
                     notifier.changedEveryTypeOfSharedZone(zoneID)
                     continue
                 }

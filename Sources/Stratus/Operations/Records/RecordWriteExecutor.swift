@@ -68,6 +68,10 @@ struct ModifyOutcome: Sendable {
     /// The roots of record-level shares whose hierarchies records left or came into, by zone
     /// name (``ShareHierarchyMoves``): their participants are told, as of a deletion.
     var hierarchyMovedRoots: [String: Set<String>] = [:]
+    /// The roots of record-level shares whose hierarchies deleted records were in, by zone name,
+    /// for each zone whose deletions ``ShareHierarchyMoves`` followed (empty: in none): only
+    /// their participants are told. A zone not here tells every participant of a deletion.
+    var hierarchyDeletedRoots: [String: Set<String>] = [:]
 
     /// How many saves and deletions failed.
     var failureCount: Int {
@@ -324,7 +328,7 @@ enum RecordWriteExecutor {
             for id in request.recordIDsToDelete {
                 outcome.deleteResults.append(try delete(id))
             }
-            outcome.hierarchyMovedRoots = try hierarchy.finish(in: transaction)
+            (outcome.hierarchyMovedRoots, outcome.hierarchyDeletedRoots) = try hierarchy.finish(in: transaction)
             try typeRules.storeGrowth(in: transaction)
             return outcome
         }
