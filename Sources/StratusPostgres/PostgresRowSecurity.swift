@@ -643,7 +643,7 @@ enum PostgresRowSecurity {
                 let write = "(\(ownedOr(table, public: gone))) AND \(inItsZone(table))"
                 // A participant reads a shared zone's, as the shared database hands them out: in a
                 // zone shared record by record those of its hierarchies (and those whose
-                // hierarchies are unknown: tombstones from before version 18, raw-SQL deletions).
+                // hierarchies are unknown: tombstones of older versions, raw-SQL deletions).
                 let sharedZone = "tombstones.zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v WHERE v.accepted)"
                 let ofMyHierarchies = """
                     (tombstones.left_roots IS NULL OR \(inSharedZone("tombstones", writable: false))

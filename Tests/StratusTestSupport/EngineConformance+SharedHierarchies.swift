@@ -11,6 +11,7 @@ extension EngineConformance {
         TestCase("a record that leaves a participant's hierarchy (the owner gives it another parent, or deletes a record above it) is reported deleted to them with everything below it, in their zone changes since their token; moves in another share's hierarchy reach no other participant, nor do deletions of records that were never in theirs, and the owner's own zone changes report only what the owner did", leavingAHierarchyIsADeletion),
         TestCase("a record that comes into a participant's hierarchy (the owner gives it a parent in the share, or makes again the deleted parent orphans still name) is reported changed to them with everything below it; a small resultsLimit pages through the moves as through other changes, and compaction takes them as it takes tombstones", enteringAHierarchyIsAChange),
         TestCase("a read-write participant's deletion through the shared database takes what was below the record out of the hierarchy for the other participants too, and a record the owner moves in is handed with the keys a participant asked for", participantsMovesReachOthers),
+        TestCase("in a zone with two record-level shares, a deletion (a direct one, or a cascade along a .deleteSelf reference) fires the database subscriptions of the participants of the hierarchy its record was in only, and one of a record in no hierarchy fires none", deletionsTellTheirHierarchiesOnly),
         TestCase("deletions made in a zone before it had a record-level share, under the root's own hierarchy or outside it, reach no participant's zone changes; the owner's own zone changes still list them", deletionsBeforeTheShareTellNoNames),
     ]
 
@@ -222,6 +223,54 @@ extension EngineConformance {
         #expect(Set(came.modificationResultsByID.keys.map(\.recordName)) == ["diary", "page"])
         let handed = try #require(try came.modificationResultsByID[Record.ID(recordName: "page", zoneID: zoneID)]?.get().record)
         #expect(handed["title"] as? String == "Page one" && handed["note"] == nil && handed.parent?.recordID.recordName == "diary", "\(handed.allKeys())")
+    }
+
+    private static func deletionsTellTheirHierarchiesOnly(_ env: Environment) async throws {
+        let alice = env.container(user: "alice").privateCloudDatabase
+        let ownZone = RecordZone.ID(zoneName: "Household")
+        _ = try await alice.modifyRecordZones(saving: [RecordZone(zoneID: ownZone)], deleting: [])
+        func record(_ name: String, _ type: String = "Item", under parent: String? = nil) -> Record {
+            let made = Record(recordType: type, recordID: Record.ID(recordName: name, zoneID: ownZone))
+            if let parent { made.setParent(Record.ID(recordName: parent, zoneID: ownZone)) }
+            return made
+        }
+        let pin = record("pin", under: "chores")
+        pin["chore"] = Record.Reference(recordID: Record.ID(recordName: "dishes", zoneID: ownZone), action: .deleteSelf)
+        _ = try await alice.modifyRecords(saving: [record("trip", "List"), record("tickets", under: "trip"), record("chores", "List"),
+                                                   record("dishes", under: "chores"), pin, record("loose")], deleting: [])
+        var users: [Container] = []
+        for (user, root) in [("bob", "trip"), ("carol", "chores")] {
+            let container = env.container(user: user)
+            let storedRoot = try await alice.record(for: Record.ID(recordName: root, zoneID: ownZone))
+            let share = Share(rootRecord: storedRoot)
+            share.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: try await container.userRecordID())))
+            let saved = try #require(try await alice.modifyRecords(saving: [storedRoot, share], deleting: []).saveResults[share.recordID]?.get() as? Share)
+            try await container.accept(try await container.shareMetadata(for: try #require(saved.url)))
+            let subscription = DatabaseSubscription(subscriptionID: "shared-changes")
+            subscription.notificationInfo = NotificationInfo()
+            _ = try await container.sharedCloudDatabase.save(subscription)
+            users.append(container)
+        }
+        var tokens: [ServerChangeToken?] = [nil, nil]
+        // How many notifications Bob (0) and Carol (1) each got since last asked.
+        func told() async throws -> [Int] {
+            var counts: [Int] = []
+            for (index, user) in users.enumerated() {
+                let batch = try await NotificationFeed(database: user.privateCloudDatabase).nextBatch(after: tokens[index], limit: 100)
+                tokens[index] = batch.token
+                counts.append(batch.notifications.count)
+            }
+            return counts
+        }
+        _ = try await told()
+        _ = try await alice.deleteRecord(withID: Record.ID(recordName: "tickets", zoneID: ownZone))
+        #expect(try await told() == [1, 0], "a deletion in Bob's hierarchy")
+        // `dishes` goes, and `pin` with it (its .deleteSelf reference): Carol's hierarchy.
+        _ = try await alice.deleteRecord(withID: Record.ID(recordName: "dishes", zoneID: ownZone))
+        await expectCode(.unknownItem) { _ = try await alice.record(for: pin.recordID) }
+        #expect(try await told() == [0, 1], "a deletion and its cascade in Carol's hierarchy")
+        _ = try await alice.deleteRecord(withID: Record.ID(recordName: "loose", zoneID: ownZone))
+        #expect(try await told() == [0, 0], "a record in no hierarchy")
     }
 
     private static func deletionsBeforeTheShareTellNoNames(_ env: Environment) async throws {

@@ -134,9 +134,10 @@ public struct ZoneChangeBatch: Sendable {
     /// (``ZoneChangesRequest/includesHierarchyMoves``): counted in its limit with its changes.
     public var hierarchyMoves: [HierarchyMove]
     /// For the deletions of the batch whose tombstone holds the roots of the hierarchies its
-    /// record was in (``RecordWriteTransaction/recordTombstoneRoots(_:)``: deletions in zones
-    /// with record-level shares), by record name; none when it was in none. Filled when the
-    /// request asked for hierarchy moves.
+    /// record was in (every tombstone an engine writes, ``RecordWriteTransaction/deleteRecord(_:)``,
+    /// with the roots ``RecordWriteTransaction/recordTombstoneRoots(_:)`` gave), by record name;
+    /// none when it was in none. A deletion not here has them unknown (a tombstone of an older
+    /// version, a raw-SQL deletion). Filled when the request asked for hierarchy moves.
     public var deletedRecordRoots: [String: Set<String>]
 
     public init(changes: [Change], position: ChangePosition, moreComing: Bool, zoneEnd: ChangePosition? = nil, hierarchyMoves: [HierarchyMove] = [],

@@ -8,9 +8,9 @@ import Foundation
 ///
 /// A participant of a zone-wide share is told of every change of the zone; one of record
 /// shares, of the saves of records in the hierarchies they reach (the root, the records whose
-/// `parent` chain leads to it, and their share), of every deletion in the zone (its hierarchy
-/// not read: zone changes hand them only those of their hierarchies), and of records moving
-/// into or out of their hierarchies (``ShareHierarchyMoves``). Only database subscriptions are fired: the shared database has no
+/// `parent` chain leads to it, and their share), of the deletions of records that were in
+/// those hierarchies (the roots ``ShareHierarchyMoves`` found for them), and of records moving
+/// into or out of their hierarchies. Only database subscriptions are fired: the shared database has no
 /// query or zone subscriptions, as in CloudKit.
 ///
 /// ```swift
