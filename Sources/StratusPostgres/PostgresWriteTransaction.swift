@@ -94,6 +94,13 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// The keys of ``written`` whose update is deferred, in the order first deferred (a key
     /// may stay here after a write of all its columns: ``WrittenRow/deferred`` says).
     private var deferredKeys: [PrefetchKey] = []
+    /// The words of rows this transaction replaced (their old words gone with the statement
+    /// that took the old version's derived rows), written together by ``writePendingWords()``:
+    /// a statement each would cost a role that row-level security binds the planning of its
+    /// policies. A row's later version, or its deletion, replaces or drops its entry.
+    private var pendingWords: [PrefetchKey: (zone: Int, fields: [String: FieldValue], searchable: [String])] = [:]
+    /// The keys of ``pendingWords`` in the order first queued (a key may stay after its entry went).
+    private var pendingWordKeys: [PrefetchKey] = []
     /// Whether the connection's role owns the records table without forced row-level
     /// security: its reads see every row and no policy or trigger refuses its writes, so a
     /// row it wrote is what it wrote. Asked once, when first needed (``rowsAreRoleOwn()``).
@@ -542,8 +549,12 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                 """, [.int64(zoneRow), .text(row.recordID.recordName), .text(context.storageOwner), .textArray(Array(row.deleteSelfTargets))])
         }
         if !replacing { insertedCounts[zoneRow, default: 0] += 1 }
-        // A replaced row's old words are gone already.
-        try replaceWords(of: row, zone: zone, isNew: !replacing, clearing: !replacing)
+        if replacing {
+            // Its old words are gone already; the new ones go with those of other replaced rows.
+            try deferWords(of: row, zone: zone, key: key)
+        } else {
+            try replaceWords(of: row, zone: zone, isNew: true)
+        }
         releasedAssetContents.formUnion(previousAssets.subtracting(row.assetContentIdentifiers))
         try addAssetReferences(of: row, zoneRow: zoneRow)
         if try !replacing && hasTombstones(zone) {
@@ -788,6 +799,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// Writes the versions whose update was deferred (``writeRecord(_:replacing:)``) in one
     /// statement: before a statement that reads or replaces what their rows hold, and before commit.
     func writeDeferredUpdates() throws {
+        try writePendingWords()
         guard !deferredKeys.isEmpty else { return }
         var zoneRows: [Int64?] = [], columns = RowColumns(), parents: [String?] = []
         for key in deferredKeys {
@@ -836,6 +848,40 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let fields = try recordTypeSchema(type)?.searchableFields ?? []
         searchable[type] = fields
         return fields
+    }
+
+    /// Queues the words of a replaced row (``pendingWords``), in place of any queued for an
+    /// earlier version of it.
+    private func deferWords(of row: RecordRow, zone: Int, key: PrefetchKey) throws {
+        let fields = try searchableFields(row.recordType)
+        guard !fields.isEmpty else {
+            pendingWords[key] = nil
+            return
+        }
+        // A later replacement of this row must clear its words: the zone has words now.
+        states[zone].hasWords = true
+        if pendingWords.updateValue((zone, row.fields, fields), forKey: key) == nil { pendingWordKeys.append(key) }
+        if pendingWords.count >= Self.maximumDeferredUpdates { try writePendingWords() }
+    }
+
+    /// Writes the words ``deferWords(of:zone:key:)`` queued: two statements a zone (one when
+    /// none of them had words before), whatever the number of rows.
+    private func writePendingWords() throws {
+        guard !pendingWords.isEmpty else {
+            pendingWordKeys = []
+            return
+        }
+        var byZone: [Int: [(name: String, fields: [String: FieldValue], searchable: [String])]] = [:]
+        var zones: [Int] = []
+        for key in pendingWordKeys {
+            guard let entry = pendingWords.removeValue(forKey: key) else { continue }
+            if byZone[entry.zone] == nil { zones.append(entry.zone) }
+            byZone[entry.zone, default: []].append((key.recordName, entry.fields, entry.searchable))
+        }
+        pendingWordKeys = []
+        for zone in zones {
+            try engine.replaceTokens(zoneRow: states[zone].row, owner: context.storageOwner, records: byZone[zone] ?? [], clearing: false, on: connection)
+        }
     }
 
     /// Keeps the word index of a record of a type with searchable fields.
@@ -1036,6 +1082,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         guard let zone = try zoneIndex(id.zoneID) else { return false }
         let zoneRow = states[zone].row
         let key = PrefetchKey(zoneRow: zoneRow, recordName: id.recordName)
+        // Its words go with it: none queued for a version this transaction wrote is written.
+        pendingWords[key] = nil
         // A record read ahead in this transaction (a bulk deletion's check of its change tag)
         // is there to delete: under the zone's lock nothing takes it away. It is deleted with
         // others in one statement, before anything reads or writes the rows again (where

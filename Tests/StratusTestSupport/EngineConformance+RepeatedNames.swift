@@ -9,8 +9,44 @@ extension EngineConformance {
         TestCase("import: input naming records again (repeated updates, a creation then its deletion, one name many times, a rejected line between two good ones, an atomic zone) reports every line, counts and dry run as the same input imported a line per batch, and ends the same, in every write mode and batch size", repeatedNamesMatchLineByLine),
         TestCase("import: input naming records again is checkpointed once per batch size, as distinct names are, not once per repeat", repeatedNamesBatchCount),
         TestCase("import: killed between a batch's commit and its checkpoint, input of creations, their deletions and repeated updates resumes to exactly the input's end state", repeatedNamesResume),
+        TestCase("import: words of a searchable field follow records named again in one batch: a record updated twice is found by its last words only, one updated then deleted by none, and 1,500 records updated among them by their new words", repeatedNamesKeepWordsTrue),
         TestCase("import: a record named in many segments of a batch (updated again and again, given a .deleteSelf reference, taken by its target's cascade, made again, retyped, refused for a stale change tag between good lines, deleted and made again) ends as imported a line per batch, in every write mode and batch size, and the zone's changes list each record once, as stored", repeatedNamesAcrossSegments),
     ]
+
+    static func repeatedNamesKeepWordsTrue(_ env: Environment) async throws {
+        let container = env.container()
+        var schema = RecordTypeSchema(recordType: "Note")
+        schema.addField("body", type: .string, indexes: [.searchable])
+        try await container.saveSchema(schema)
+        let database = container.privateCloudDatabase
+        func note(_ name: String, _ body: String) -> Record { makeRecord("Note", name, ["body": .string(body)]) }
+        let many = (0..<1_500).map { "m\($0)" }
+        _ = try await database.modifyRecords(saving: [note("twice", "apple"), note("gone", "banana"), note("once", "cherry")], deleting: [])
+        for chunk in stride(from: 0, to: many.count, by: 400) {
+            _ = try await database.modifyRecords(saving: many[chunk..<min(chunk + 400, many.count)].map { note($0, "plum \($0)") }, deleting: [])
+        }
+        let items: [RecordSourceItem] = [
+            .record(note("twice", "date"), line: 1), .record(note("gone", "fig"), line: 2), .record(note("twice", "elder"), line: 3),
+            .deletion(Record.ID(recordName: "gone"), recordType: "Note", line: 4), .record(note("once", "grape"), line: 5),
+        ] + many.enumerated().map { .record(note($1, "quince \($1)"), line: 6 + $0) }
+        let summary = try await RecordImporter(database: database).run(from: RecordList(items: items), rejects: Rejections())
+        #expect(summary.failed == 0, "\(summary)")
+        func found(_ word: String) async throws -> [String] {
+            TestDatabase.names(try await TestDatabase.queryAll(try query("Note", "self CONTAINS %@", [word]), in: database)).sorted()
+        }
+        for gone in ["apple", "date", "banana", "fig", "cherry", "plum"] {
+            #expect(try await found(gone).isEmpty, "no record holds '\(gone)' any more")
+        }
+        #expect(try await found("elder") == ["twice"])
+        #expect(try await found("grape") == ["once"])
+        #expect(try await found("quince").count == many.count)
+        #expect(try await found("m1499") == ["m1499"])
+        // Made again, `gone` holds only its new words: none of a version deleted in the batch.
+        _ = try await database.modifyRecords(saving: [note("gone", "kiwi")], deleting: [])
+        #expect(try await found("fig").isEmpty)
+        #expect(try await found("banana").isEmpty)
+        #expect(try await found("kiwi") == ["gone"])
+    }
 
     /// Lines naming records again and again, with `prefix` before every name: updates in a
     /// row, a deletion of what a line before created and of what is not stored, a creation
