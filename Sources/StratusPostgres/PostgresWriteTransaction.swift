@@ -98,7 +98,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// that took the old version's derived rows), written together by ``writePendingWords()``:
     /// a statement each would cost a role that row-level security binds the planning of its
     /// policies. A row's later version, or its deletion, replaces or drops its entry.
-    private var pendingWords: [PrefetchKey: (zone: Int, fields: [String: FieldValue], searchable: [String])] = [:]
+    private var pendingWords: [PrefetchKey: (zone: Int, fields: [String: FieldValue], searchable: [String], clearing: Bool)] = [:]
     /// The keys of ``pendingWords`` in the order first queued (a key may stay after its entry went).
     private var pendingWordKeys: [PrefetchKey] = []
     /// Whether the connection's role owns the records table without forced row-level
@@ -498,6 +498,9 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         // What the replaced row named before: the asset contents it no longer names are
         // candidates for collection.
         var previousAssets: Set<String> = []
+        // Whether the old version's words and tombstone go with the words written together
+        // (``writePendingWords()``) rather than in a statement of this row's own.
+        var clearsWithWords = false
         if replacing {
             // An update, not an upsert: row-level security checks an upsert's proposed row as an
             // insert, creator included, also when it replaces a stored row. The caller read the
@@ -512,22 +515,27 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                       .text(system.recordChangeTag!), .int64(nextSequence(zone)), .text(document), exactDocument.map(PostgresValue.text) ?? .null, parent,
                       .double(system.creationDate!.timeIntervalSinceReferenceDate), .text(system.creatorUserRecordID!.recordName)])
             if changed == 0 { throw rowSecurityRefusal("change", row.recordID) }
-            // The rows derived from the old version (references, words, a tombstone, asset
-            // references) go in one statement, not four. A statement of its own after the
-            // UPDATE: row-level security lets a role delete a public record's derived rows once
-            // the record is its own write, which a statement that also updated the row would not
-            // see (all of a statement's parts read the snapshot taken before it).
-            let gone = try connection.query("""
-                WITH old_refs AS (
-                    DELETE FROM refs WHERE zone_id = $1 AND source_name = $2
-                ), old_words AS (
-                    DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2
-                ), old_tombstone AS (
-                    DELETE FROM tombstones WHERE zone_id = $1 AND record_name = $2
-                )
-                DELETE FROM asset_refs WHERE zone_id = $1 AND record_name = $2 RETURNING content_id
-                """, [.int64(zoneRow), .text(row.recordID.recordName)])
-            for named in gone { if let content = try named.text(0) { previousAssets.insert(content) } }
+            // In a zone without references or asset references, the old version had only words
+            // and perhaps a tombstone beside it: they go with the words written together.
+            clearsWithWords = try row.deleteSelfTargets.isEmpty && row.assetContentIdentifiers.isEmpty && !hasDerivedReferences(zone)
+            if !clearsWithWords {
+                // The rows derived from the old version (references, words, a tombstone, asset
+                // references) go in one statement, not four. A statement of its own after the
+                // UPDATE: row-level security lets a role delete a public record's derived rows once
+                // the record is its own write, which a statement that also updated the row would not
+                // see (all of a statement's parts read the snapshot taken before it).
+                let gone = try connection.query("""
+                    WITH old_refs AS (
+                        DELETE FROM refs WHERE zone_id = $1 AND source_name = $2
+                    ), old_words AS (
+                        DELETE FROM record_tokens WHERE zone_id = $1 AND record_name = $2
+                    ), old_tombstone AS (
+                        DELETE FROM tombstones WHERE zone_id = $1 AND record_name = $2
+                    )
+                    DELETE FROM asset_refs WHERE zone_id = $1 AND record_name = $2 RETURNING content_id
+                    """, [.int64(zoneRow), .text(row.recordID.recordName)])
+                for named in gone { if let content = try named.text(0) { previousAssets.insert(content) } }
+            }
         } else {
             try connection.execute("""
                 INSERT INTO records(\(Self.columns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13)
@@ -551,7 +559,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         if !replacing { insertedCounts[zoneRow, default: 0] += 1 }
         if replacing {
             // Its old words are gone already; the new ones go with those of other replaced rows.
-            try deferWords(of: row, zone: zone, key: key)
+            try deferWords(of: row, zone: zone, key: key, clearing: clearsWithWords)
         } else {
             try replaceWords(of: row, zone: zone, isNew: true)
         }
@@ -851,16 +859,17 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     }
 
     /// Queues the words of a replaced row (``pendingWords``), in place of any queued for an
-    /// earlier version of it.
-    private func deferWords(of row: RecordRow, zone: Int, key: PrefetchKey) throws {
+    /// earlier version of it; `clearing`: the old version's words and tombstone go first.
+    private func deferWords(of row: RecordRow, zone: Int, key: PrefetchKey, clearing: Bool) throws {
         let fields = try searchableFields(row.recordType)
-        guard !fields.isEmpty else {
+        let leftBehind = try clearing && (hasWords(zone) || hasTombstones(zone))
+        guard !fields.isEmpty || leftBehind else {
             pendingWords[key] = nil
             return
         }
         // A later replacement of this row must clear its words: the zone has words now.
-        states[zone].hasWords = true
-        if pendingWords.updateValue((zone, row.fields, fields), forKey: key) == nil { pendingWordKeys.append(key) }
+        if !fields.isEmpty { states[zone].hasWords = true }
+        if pendingWords.updateValue((zone, row.fields, fields, clearing), forKey: key) == nil { pendingWordKeys.append(key) }
         if pendingWords.count >= Self.maximumDeferredUpdates { try writePendingWords() }
     }
 
@@ -871,16 +880,27 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             pendingWordKeys = []
             return
         }
-        var byZone: [Int: [(name: String, fields: [String: FieldValue], searchable: [String])]] = [:]
+        typealias Words = (name: String, fields: [String: FieldValue], searchable: [String])
+        var byZone: [Int: (clearing: [Words], adding: [Words])] = [:]
         var zones: [Int] = []
         for key in pendingWordKeys {
             guard let entry = pendingWords.removeValue(forKey: key) else { continue }
             if byZone[entry.zone] == nil { zones.append(entry.zone) }
-            byZone[entry.zone, default: []].append((key.recordName, entry.fields, entry.searchable))
+            let words = (key.recordName, entry.fields, entry.searchable)
+            if entry.clearing { byZone[entry.zone, default: ([], [])].clearing.append(words) } else { byZone[entry.zone, default: ([], [])].adding.append(words) }
         }
         pendingWordKeys = []
         for zone in zones {
-            try engine.replaceTokens(zoneRow: states[zone].row, owner: context.storageOwner, records: byZone[zone] ?? [], clearing: false, on: connection)
+            guard let (clearing, adding) = byZone[zone] else { continue }
+            let zoneRow = states[zone].row
+            // A stored row replaced here may have left a tombstone of an earlier deletion behind.
+            if !clearing.isEmpty, try hasTombstones(zone) {
+                try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2::text[])", [.int64(zoneRow), .textArray(clearing.map(\.name))])
+            }
+            if !clearing.isEmpty, try hasWords(zone) || clearing.contains(where: { !$0.searchable.isEmpty }) {
+                try engine.replaceTokens(zoneRow: zoneRow, owner: context.storageOwner, records: clearing, clearing: true, on: connection)
+            }
+            try engine.replaceTokens(zoneRow: zoneRow, owner: context.storageOwner, records: adding, clearing: false, on: connection)
         }
     }
 
