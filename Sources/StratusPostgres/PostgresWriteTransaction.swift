@@ -94,10 +94,11 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// The keys of ``written`` whose update is deferred, in the order first deferred (a key
     /// may stay here after a write of all its columns: ``WrittenRow/deferred`` says).
     private var deferredKeys: [PrefetchKey] = []
-    /// The words of rows this transaction replaced (their old words gone with the statement
-    /// that took the old version's derived rows), written together by ``writePendingWords()``:
+    /// The words of rows this transaction replaced, written together by ``writePendingWords()``:
     /// a statement each would cost a role that row-level security binds the planning of its
-    /// policies. A row's later version, or its deletion, replaces or drops its entry.
+    /// policies. `clearing`: the old version's words (and a tombstone it left) go there too,
+    /// else they went with the statement that took its other derived rows. A row's later
+    /// version, or its deletion, replaces or drops its entry.
     private var pendingWords: [PrefetchKey: (zone: Int, fields: [String: FieldValue], searchable: [String], clearing: Bool)] = [:]
     /// The keys of ``pendingWords`` in the order first queued (a key may stay after its entry went).
     private var pendingWordKeys: [PrefetchKey] = []
@@ -873,8 +874,8 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         if pendingWords.count >= Self.maximumDeferredUpdates { try writePendingWords() }
     }
 
-    /// Writes the words ``deferWords(of:zone:key:)`` queued: two statements a zone (one when
-    /// none of them had words before), whatever the number of rows.
+    /// Writes the words ``deferWords(of:zone:key:clearing:)`` queued, a few statements a zone
+    /// (the old versions' tombstones and words, then the new words) whatever the number of rows.
     private func writePendingWords() throws {
         guard !pendingWords.isEmpty else {
             pendingWordKeys = []

@@ -276,6 +276,54 @@ struct PostgresSecurityTests {
         #expect(try await alice.assetContentInventory().count == 1, "only the new content is named")
     }
 
+    @Test("a member who changes others' public records of a type with words, in a zone without references, replaces their words, also for many records in one request and a record changed then deleted in one import")
+    func changingAnothersWordsInAZoneWithoutReferences() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let admin = Container(identifier: store.identifier, engine: store.owner, userName: "admin")
+        var note = RecordTypeSchema(recordType: "Note", grants: [.world: .read, .authenticated: [.create, .write]])
+        note.addField("text", type: .string, indexes: [.searchable])
+        _ = try await admin.saveSchema(note)
+        let alice = Container(identifier: store.identifier, engine: try store.engine(store.alice), userName: store.alice).publicCloudDatabase
+        let bob = Container(identifier: store.identifier, engine: try store.engine(store.bob), userName: store.bob).publicCloudDatabase
+        let names = (0..<60).map { "note-\($0)" }
+        _ = try await alice.modifyRecords(saving: names.map { makeRecord("Note", $0, ["text": .string("apple \($0)")]) }, deleting: [])
+
+        let stored = try await bob.records(for: names.map { Record.ID(recordName: $0) })
+        let changed = try names.map { name in
+            let record = try #require(try stored[Record.ID(recordName: name)]?.get())
+            record["text"] = "pear \(name)"
+            return record
+        }
+        _ = try await bob.modifyRecords(saving: changed, deleting: [])
+        func found(_ word: String) async throws -> Int {
+            try await alice.countRecords(matching: Query(recordType: "Note", predicate: try QueryPredicate(format: "self CONTAINS %@", argumentArray: [word])))
+        }
+        #expect(try await found("apple") == 0, "the old versions' words are gone")
+        #expect(try await found("pear") == names.count)
+
+        // In one import (one transaction), Bob changes a record and then deletes it.
+        let again = makeRecord("Note", "note-0", ["text": .string("quince")])
+        let items: [RecordSourceItem] = [.record(again, line: 1), .deletion(Record.ID(recordName: "note-0"), recordType: "Note", line: 2)]
+        final class Items: RecordSource {
+            var items: [RecordSourceItem]
+            init(_ items: [RecordSourceItem]) { self.items = items }
+            func nextItem() throws -> RecordSourceItem? { items.isEmpty ? nil : items.removeFirst() }
+        }
+        final class Rejects: RecordRejectSink {
+            var all: [RecordRejection] = []
+            func reject(_ rejection: RecordRejection) throws { all.append(rejection) }
+        }
+        let rejects = Rejects()
+        let summary = try await RecordImporter(database: bob).run(from: Items(items), rejects: rejects)
+        #expect(summary.failed == 0 && rejects.all.isEmpty, "\(summary) \(rejects.all)")
+        #expect(try await found("quince") == 0)
+        #expect(try await found("pear") == names.count - 1)
+        let ownerRaw = try PostgresConnection(url: store.database.url)
+        #expect(try ownerRaw.query("SELECT count(*) FROM record_tokens WHERE record_name = 'note-0'")[0].int64(0) == 0, "no words of a deleted record")
+        #expect(try ownerRaw.query("SELECT count(*) FROM tombstones WHERE record_name = 'note-0'")[0].int64(0) == 1)
+    }
+
     @Test("a member cannot add chunks to stored asset content, another's or its own; content whose chunks were changed by raw SQL is not handed out as the asset")
     func storedAssetContentCannotGrow() async throws {
         let store = try SecureStore()
