@@ -87,6 +87,12 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     /// ``writeDeferredDeletes()`` writes together: each with the type its tombstone takes and
     /// its change position.
     private var deferredDeletes: [(id: Record.ID, zoneRow: Int64, recordName: String, recordType: String, sequence: Int64)] = []
+    /// What a tombstone written over an earlier one of the name (deleted, made again, deleted
+    /// again) takes from the new one: its type, position, time and roots.
+    static let tombstoneConflict = """
+        ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq,
+            deleted_at = excluded.deleted_at, left_roots = excluded.left_roots
+        """
     /// The most deletions deferred before they are written.
     static let maximumDeferredDeletes = 1_000
     /// The most row versions deferred before they are written.
@@ -764,7 +770,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                 ar AS (DELETE FROM asset_refs AS a USING u WHERE a.zone_id = u.z AND a.record_name = u.n RETURNING a.content_id),
                 tb AS (
                     INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at, left_roots) SELECT u.z, u.n, $5, u.t, u.seq, $6, '[]' FROM u
-                    ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = excluded.left_roots
+                    \(Self.tombstoneConflict)
                 )
             SELECT (SELECT count(*) FROM d), ar.content_id FROM (SELECT 1) AS one LEFT JOIN ar ON true
             """, [.int64Array(deletions.map(\.zoneRow)), .textArray(deletions.map(\.recordName)), .textArray(deletions.map(\.recordType)),
@@ -800,7 +806,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         try connection.execute("""
             INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at, left_roots)
             SELECT u.z, u.n, $3, u.t, u.seq, $4, '[]' FROM unnest($1::int8[], $2::text[], $5::text[], $6::int8[]) AS u(z, n, t, seq)
-            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = excluded.left_roots
+            \(Self.tombstoneConflict)
             """, [.int64Array(deletions.map(\.zoneRow)), .textArray(deletions.map(\.recordName)), .text(context.storageOwner), .double(now.timeIntervalSinceReferenceDate),
                   .textArray(deletions.map(\.recordType)), .int64Array(deletions.map(\.sequence))])
     }
@@ -875,33 +881,26 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
     }
 
     /// Writes the words ``deferWords(of:zone:key:clearing:)`` queued, a few statements a zone
-    /// (the old versions' tombstones and words, then the new words) whatever the number of rows.
+    /// whatever the number of rows: the tombstones the old versions left, their words (by every
+    /// queued name: those whose old words went already have none left), then the new words.
     private func writePendingWords() throws {
-        guard !pendingWords.isEmpty else {
-            pendingWordKeys = []
-            return
-        }
-        typealias Words = (name: String, fields: [String: FieldValue], searchable: [String])
-        var byZone: [Int: (clearing: [Words], adding: [Words])] = [:]
+        var byZone: [Int: (words: [(name: String, fields: [String: FieldValue], searchable: [String])], clearing: [String])] = [:]
         var zones: [Int] = []
         for key in pendingWordKeys {
             guard let entry = pendingWords.removeValue(forKey: key) else { continue }
             if byZone[entry.zone] == nil { zones.append(entry.zone) }
-            let words = (key.recordName, entry.fields, entry.searchable)
-            if entry.clearing { byZone[entry.zone, default: ([], [])].clearing.append(words) } else { byZone[entry.zone, default: ([], [])].adding.append(words) }
+            byZone[entry.zone, default: ([], [])].words.append((key.recordName, entry.fields, entry.searchable))
+            if entry.clearing { byZone[entry.zone, default: ([], [])].clearing.append(key.recordName) }
         }
         pendingWordKeys = []
         for zone in zones {
-            guard let (clearing, adding) = byZone[zone] else { continue }
+            guard let (words, clearing) = byZone[zone] else { continue }
             let zoneRow = states[zone].row
             // A stored row replaced here may have left a tombstone of an earlier deletion behind.
             if !clearing.isEmpty, try hasTombstones(zone) {
-                try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2::text[])", [.int64(zoneRow), .textArray(clearing.map(\.name))])
+                try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2::text[])", [.int64(zoneRow), .textArray(clearing)])
             }
-            if !clearing.isEmpty, try hasWords(zone) || clearing.contains(where: { !$0.searchable.isEmpty }) {
-                try engine.replaceTokens(zoneRow: zoneRow, owner: context.storageOwner, records: clearing, clearing: true, on: connection)
-            }
-            try engine.replaceTokens(zoneRow: zoneRow, owner: context.storageOwner, records: adding, clearing: false, on: connection)
+            try engine.replaceTokens(zoneRow: zoneRow, owner: context.storageOwner, records: words, clearing: try !clearing.isEmpty && hasWords(zone), on: connection)
         }
     }
 
@@ -1131,7 +1130,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         let tombstoneInOneStatement = try rowsAreRoleOwn()
         let tombstone = """
             INSERT INTO tombstones(zone_id, record_name, owner, record_type, change_seq, deleted_at, left_roots) SELECT $1, $2, $3, d.record_type, $4, $5, '[]' FROM d
-            ON CONFLICT (zone_id, record_name) DO UPDATE SET record_type = excluded.record_type, change_seq = excluded.change_seq, deleted_at = excluded.deleted_at, left_roots = excluded.left_roots
+            \(Self.tombstoneConflict)
             """
         let rows = try connection.query("""
             WITH d AS (DELETE FROM records WHERE zone_id = $1 AND record_name = $2 RETURNING record_type),
