@@ -114,13 +114,10 @@ enum SharedDatabaseNotifier {
                 // changes, of types not read. In a zone shared record by record, a deletion tells
                 // only the participants of the hierarchies its record was in.
                 let moved = outcome.hierarchyMovedRoots[zoneName] ?? []
-                let deletionReaches: Bool
-                if !changes.deleted {
-                    deletionReaches = false
-                } else if let deletedRoots = outcome.hierarchyDeletedRoots[zoneName] {
-                    deletionReaches = shares.contains { $0.rootRecordName.map(deletedRoots.contains) ?? true }
-                } else {
-                    deletionReaches = true
+                // Roots not followed (a zone without record-level shares when it was written): every share.
+                let deletedRoots = outcome.hierarchyDeletedRoots[zoneName]
+                let deletionReaches = changes.deleted && shares.contains { share in
+                    share.rootRecordName.map { deletedRoots?.contains($0) ?? true } ?? true
                 }
                 if deletionReaches || shares.contains(where: lost.contains) || shares.contains(where: { $0.rootRecordName.map(moved.contains) ?? false }) {
                     notifier.changedEveryTypeOfSharedZone(zoneID)
