@@ -34,6 +34,19 @@ extension EngineConformance {
         return (family, RecordZone.ID(zoneName: "Family", ownerName: try await alice.userRecordID().recordName))
     }
 
+    /// Shares the stored record `rootID` of `owner`'s private database with `user`, read-only,
+    /// and has `user` accept; answers the share as saved.
+    private static func shareRoot(_ rootID: Record.ID, of owner: Database, with user: Container) async throws -> Share {
+        let storedRoot = try await owner.record(for: rootID)
+        let share = Share(rootRecord: storedRoot)
+        let participant = Share.Participant(userIdentity: UserIdentity(userRecordID: try await user.userRecordID()))
+        participant.permission = .readOnly
+        share.addParticipant(participant)
+        let saved = try #require(try await owner.modifyRecords(saving: [storedRoot, share], deleting: []).saveResults[share.recordID]?.get() as? Share)
+        try await user.accept(try await user.shareMetadata(for: try #require(saved.url)))
+        return saved
+    }
+
     /// Bob's record zone changes since `token`: the names changed and the names deleted (with
     /// their types), read in pages of `limit`; and the token after them.
     private static func changeNames(_ shared: Database, _ zoneID: RecordZone.ID, since token: ServerChangeToken?, limit: Int? = nil) async throws
@@ -241,11 +254,7 @@ extension EngineConformance {
         var users: [Container] = []
         for (user, root) in [("bob", "trip"), ("carol", "chores")] {
             let container = env.container(user: user)
-            let storedRoot = try await alice.record(for: Record.ID(recordName: root, zoneID: ownZone))
-            let share = Share(rootRecord: storedRoot)
-            share.addParticipant(Share.Participant(userIdentity: UserIdentity(userRecordID: try await container.userRecordID())))
-            let saved = try #require(try await alice.modifyRecords(saving: [storedRoot, share], deleting: []).saveResults[share.recordID]?.get() as? Share)
-            try await container.accept(try await container.shareMetadata(for: try #require(saved.url)))
+            _ = try await shareRoot(Record.ID(recordName: root, zoneID: ownZone), of: alice, with: container)
             let subscription = DatabaseSubscription(subscriptionID: "shared-changes")
             subscription.notificationInfo = NotificationInfo()
             _ = try await container.sharedCloudDatabase.save(subscription)
@@ -286,14 +295,8 @@ extension EngineConformance {
         let ownerStart = try await alice.recordZoneChanges(inZoneWith: ownZone, since: nil)
         #expect(Set(ownerStart.deletions.map(\.recordID.recordName)) == ["surprise-party-for-bob", "draft-of-the-trip"], "\(ownerStart.deletions)")
 
-        let storedTrip = try await alice.record(for: trip.recordID)
-        let share = Share(rootRecord: storedTrip)
         let bob = env.container(user: "bob")
-        let participant = Share.Participant(userIdentity: UserIdentity(userRecordID: try await bob.userRecordID()))
-        participant.permission = .readOnly
-        share.addParticipant(participant)
-        let saved = try #require(try await alice.modifyRecords(saving: [storedTrip, share], deleting: []).saveResults[share.recordID]?.get() as? Share)
-        try await bob.accept(try await bob.shareMetadata(for: try #require(saved.url)))
+        let share = try await shareRoot(trip.recordID, of: alice, with: bob)
         let zoneID = RecordZone.ID(zoneName: "Plans", ownerName: try await env.container(user: "alice").userRecordID().recordName)
         let start = try await changeNames(bob.sharedCloudDatabase, zoneID, since: nil)
         #expect(start.changed == ["trip", share.recordID.recordName] && start.deleted.isEmpty, "\(start)")
