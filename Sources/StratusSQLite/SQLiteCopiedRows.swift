@@ -101,6 +101,15 @@ struct SQLiteCopiedRows: Sendable {
             }
         }
 
+        /// The column's text bytes: `.some(nil)` for NULL, nil for a number (a damaged row).
+        func storedText(_ column: Int32) -> UnsafeBufferPointer<UInt8>?? {
+            switch cells[Int(column)] {
+            case .null: return .some(nil)
+            case .text(let start, let count): return UnsafeBufferPointer(start: bytes + start, count: count)
+            case .real: return nil
+            }
+        }
+
         func hasSameText(_ column: Int32, as other: Int32) -> Bool {
             switch (cells[Int(column)], cells[Int(other)]) {
             case (.null, .null):

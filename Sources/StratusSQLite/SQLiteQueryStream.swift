@@ -78,7 +78,10 @@ final class SQLiteQueryStream: QueryStream, @unchecked Sendable {
             let page = try rows.nextCopied(limit, on: connection)
             self.rows = page.exhausted ? nil : rows
             let decoder = self.decoder
-            return UndecodedQueryPage(count: page.rows.count) { try decoder.decode(page.rows, lastDistances: page.lastDistances) }
+            // Every row is decoded, none left out: the page is its stored rows unless desired
+            // keys restrict the records.
+            let stored = decoder.query.desiredKeys == nil ? SQLiteStoredRows(rows: page.rows, engine: engine, zoneID: decoder.query.zoneID) : nil
+            return UndecodedQueryPage(count: page.rows.count, storedRows: stored) { try decoder.decode(page.rows, lastDistances: page.lastDistances) }
         }
     }
 
@@ -101,7 +104,7 @@ final class SQLiteRowDecoder: @unchecked Sendable {
     // @unchecked: `recent` is touched only under `lock`.
     private let lock = NSLock()
     private let engine: SQLiteEngine
-    private let query: CompiledQuery
+    let query: CompiledQuery
     private let schema: RecordTypeSchema?
     private var recent = SQLiteRecentTexts(keepsDocumentShape: true)
 
@@ -125,5 +128,42 @@ final class SQLiteRowDecoder: @unchecked Sendable {
             }
             return QueryPage(records: records, nextPosition: last.map { QueryPosition(of: $0, in: query, distances: lastDistances, schema: schema) })
         }
+    }
+}
+
+/// A stream's copied rows as ``Stratus/StoredRecordRows``: the columns of
+/// ``SQLiteSchema/recordColumns`` handed over as they were read.
+struct SQLiteStoredRows: StoredRecordRows {
+    let rows: SQLiteCopiedRows
+    let engine: SQLiteEngine
+    let zoneID: RecordZone.ID
+
+    var count: Int { rows.count }
+
+    func forEachRow(_ body: (StoredRecordRow?, () throws -> Record) throws -> Bool) throws {
+        // A row stops the loop by throwing this, which `forEachRow` of the copied rows passes on.
+        struct Stop: Error {}
+        do {
+            try rows.forEachRow { row in
+                func record() throws -> Record {
+                    var recent = SQLiteRecentTexts(keepsDocumentShape: false)
+                    return try engine.decodeRecord(row, zoneID: zoneID, recent: &recent)
+                }
+                guard try body(Self.stored(row), record) else { throw Stop() }
+            }
+        } catch is Stop {}
+    }
+
+    /// The row as stored; nil where a text column holds a number (a damaged row), which only
+    /// decoding reports as the record does.
+    private static func stored(_ row: SQLiteCopiedRows.Row) -> StoredRecordRow? {
+        guard case let name?? = row.storedText(0), case let type?? = row.storedText(1), case let creator?? = row.storedText(3),
+              case let modifier? = row.storedText(5), case let tag? = row.storedText(6), case let document? = row.storedText(7),
+              case let parent? = row.storedText(8) else { return nil }
+        // NULL modification columns repeat the creation ones (see recordColumns).
+        let created = row.double(2)
+        return StoredRecordRow(recordName: name, recordType: type, changeTag: tag, creationDate: created, creator: creator,
+                               modificationDate: row.isNull(4) ? created : row.double(4), modifier: modifier ?? creator,
+                               parentName: parent, document: document)
     }
 }

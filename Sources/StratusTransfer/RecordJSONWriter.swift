@@ -160,7 +160,7 @@ public enum RecordJSONWriter {
         }
     }
 
-    private static func appendField(_ key: String, _ value: FieldValue, encrypted: Set<String>, zone: RecordZone.ID, options: Options = Options(), to out: inout ByteOutput) {
+    static func appendField(_ key: String, _ value: FieldValue, encrypted: Set<String>, zone: RecordZone.ID, options: Options = Options(), to out: inout ByteOutput) {
         out.appendString(key)
         out.append(":{\"value\":")
         if let folder = options.assetFolder, value.isAsset {

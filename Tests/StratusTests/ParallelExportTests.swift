@@ -39,7 +39,10 @@ struct ParallelExportTests {
     static let identifier = "com.example.parallel-export"
 
     /// Records holding a value of every kind (lists, assets, encrypted values, parents,
-    /// fractional dates, escapes), varied record by record, in two zones.
+    /// fractional dates, escapes), varied record by record, in two zones. Most hold plain values
+    /// only, which an export to record JSON writes from the rows the store holds; some hold an
+    /// encrypted value, an asset, or CloudKit JSON kept beside their values, which it writes
+    /// from their records.
     static func seed(_ database: Database, count: Int, otherZoneCount: Int, files: TemporaryStore) async throws {
         let photo = URL(fileURLWithPath: files.path("photo.bin"))
         try Data("not really a photo".utf8).write(to: photo)
@@ -60,13 +63,33 @@ struct ParallelExportTests {
             if i % 3 == 0 { fields["stringList"] = .stringList(trickyStrings) }
             fields["asset"] = i % 6 == 1 ? .asset(Asset(fileURL: photo)) : nil
             let made = makeRecord("Row", recordName(zone == other ? "other" : "row", i), zoneID: zone, fields)
-            made.encryptedValues["secret"] = Data("secret \(i)".utf8)
+            if i % 5 == 2 { made.encryptedValues["secret"] = Data("secret \(i)".utf8) }
             if i > 0 && i % 4 == 0 { made.parent = reference(recordName(zone == other ? "other" : "row", i - 1), zoneID: zone) }
             return made
         }
-        let rows = (0..<count).map { record($0, zone: .default) }
+        var rows = (0..<count).map { record($0, zone: .default) }
+        // Records as CloudKit's JSON had them, with members beyond the model.
+        let cloudKitJSON = [7, 20].map { i in
+            #"{"recordName":"\#(recordName("row", i))","recordType":"Row","fields":{"n":{"value":\#(i),"type":"INT64"},"#
+                + #""string":{"value":"kept \#(i)"}},"pluginFields":{},"created":{"timestamp":1700000000000,"userRecordName":"_abc","deviceID":"2"}}"#
+        }.joined(separator: "\n")
+        let reader = try RecordReader(data: Data(cloudKitJSON.utf8), options: RecordReadOptions())
+        while let item = try reader.next() {
+            guard case .record(let kept, _) = item else {
+                Issue.record("not a record: \(item)")
+                continue
+            }
+            rows[Int(kept["n"] as? Int64 ?? 0)] = kept
+        }
         let summary = try await RecordImporter(database: database).run(from: ItemSource(records: rows))
         #expect(summary.created == count)
+        // Some records changed after they were made: their modification differs from their creation.
+        try await Task.sleep(for: .milliseconds(5))
+        for i in stride(from: 3, to: count, by: 6) {
+            let changed = try await database.record(for: Record.ID(recordName: recordName("row", i)))
+            changed["int64"] = Int64(-i)
+            _ = try await database.save(changed)
+        }
         let saved = try await database.modifyRecords(saving: (0..<otherZoneCount).map { record($0, zone: other) }, atomically: false)
         for case .failure(let error) in saved.saveResults.values { Issue.record("\(error)") }
     }
@@ -121,6 +144,36 @@ struct ParallelExportTests {
                 #expect(parallel.summary.exported == 73 && parallel.text == oneByOne.text)
                 #expect(parallel.progress == Array(stride(from: 7, through: 70, by: 7)) + [73])
                 #expect(parallel.progress == oneByOne.progress)
+            }
+        }
+    }
+
+    @Test("records another user changed, in the public database, are the bytes of writing record by record", arguments: TestEngine.all)
+    func publicRecordsOfTwoUsers(engine: TestEngine) async throws {
+        try await CLIStoreFixture.with(engine) { fixture in
+            let schema = try SchemaReader().read("""
+                DEFINE SCHEMA
+                    RECORD TYPE Row (n INT64 QUERYABLE SORTABLE, string STRING, GRANT READ TO "_world", GRANT CREATE, WRITE TO "_icloud");
+                """)
+            for type in schema.recordTypes { try await fixture.container().saveSchema(type) }
+            let alice = fixture.container().publicCloudDatabase
+            let bob = fixture.container(user: "bob").publicCloudDatabase
+            let rows = (0..<30).map { i in
+                makeRecord("Row", recordName("row", i), ["n": .int64(Int64(i)), "string": .string(trickyStrings[i % trickyStrings.count])])
+            }
+            try await TestDatabase.save(rows, in: alice)
+            try await Task.sleep(for: .milliseconds(5))
+            for i in stride(from: 1, to: 30, by: 4) {
+                let changed = try await bob.record(for: Record.ID(recordName: recordName("row", i)))
+                changed["string"] = "changed by bob"
+                _ = try await bob.save(changed)
+            }
+            let bobsName = try await fixture.container(user: "bob").userRecordID().recordName
+            for format in [RecordFormat.ndjson, .json] {
+                let parallel = try await Self.export(alice, format, sorted: true, parallel: true)
+                let oneByOne = try await Self.export(alice, format, sorted: true, parallel: false)
+                #expect(parallel.summary.exported == 30 && parallel.text == oneByOne.text, "\(format)")
+                #expect(parallel.text.contains(#""modified":{"timestamp":"#) && parallel.text.contains(#""userRecordName":"\#(bobsName)"}"#), "\(format)")
             }
         }
     }

@@ -49,7 +49,7 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
                 buffer = []
                 bufferIndex = 0
                 guard let page = try await reader.nextPage() else { return nil }
-                buffer = page
+                buffer = try page.records()
             }
             defer { bufferIndex += 1 }
             return buffer[bufferIndex]
@@ -58,10 +58,10 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
         /// The rest of the current page, else the next page whole, or nil after the last: for a
         /// consumer that works a page at a time (``RecordExporter`` encoding pages on other
         /// threads). Give each page back with ``release(_:)`` once done with it.
-        mutating func nextPage() async throws -> [Record]? {
+        mutating func nextPage() async throws -> Page? {
             if bufferIndex < buffer.count {
                 defer { (buffer, bufferIndex) = ([], 0) }
-                return bufferIndex == 0 ? buffer : Array(buffer[bufferIndex...])
+                return .records(bufferIndex == 0 ? buffer : Array(buffer[bufferIndex...]))
             }
             if Task.isCancelled {
                 reader.close()
@@ -74,7 +74,39 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
 
         /// Frees a page ``nextPage()`` gave, on the thread that decoded it (see
         /// ``PageReader/release(_:)``).
-        func release(_ page: consuming [Record]) { reader.release(page) }
+        func release(_ page: consuming Page) {
+            if case .records(let records) = page { reader.release(records) }
+        }
+
+        /// Has ``nextPage()`` give the pages read from now on as the rows the store holds,
+        /// undecoded, where the engine offers them (``UndecodedQueryPage/storedRows``): for a
+        /// consumer that writes them out without records. Pages decoded already stay records.
+        func keepStoredRows() { reader.keepStoredRows() }
+    }
+
+    /// A page as ``Iterator/nextPage()`` gives it.
+    enum Page: Sendable {
+        /// Decoded records, presented to the reader.
+        case records([Record])
+        /// The rows as stored (see ``Iterator/keepStoredRows()``).
+        case stored(any StoredRecordRows)
+
+        var count: Int {
+            switch self {
+            case .records(let records): records.count
+            case .stored(let rows): rows.count
+            }
+        }
+
+        /// The page's records, decoded if need be.
+        ///
+        /// - Throws: what decoding a stored row throws.
+        func records() throws -> [Record] {
+            switch self {
+            case .records(let records): records
+            case .stored(let rows): try rows.records(count: rows.count)
+            }
+        }
     }
 
     /// Reads a query stream on a queue of its own (a store read blocks its thread, which must
@@ -97,14 +129,16 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             /// A page failed; the consumer gets no page after it.
             var failed = false
             /// Pages decoded and waiting for the consumer, in order (`nil`: the end).
-            var ready: [Result<[Record]?, any Error>] = []
+            var ready: [Result<Page?, any Error>] = []
             /// Pages being read or decoded.
             var inFlight = 0
             var reading = false
-            var waiter: CheckedContinuation<[Record]?, any Error>?
+            var waiter: CheckedContinuation<Page?, any Error>?
             var delivered = 0
             /// The caller's user record name, who reads themself as `__defaultOwner__`.
             var viewer: String?
+            /// Pages the engine offers as stored rows are delivered so (see ``Iterator/keepStoredRows()``).
+            var keepsStoredRows = false
         }
         private let state = Mutex(State())
 
@@ -116,9 +150,9 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
         var delivered: Int { state.withLock { $0.delivered } }
 
         /// The next page, or `nil` after the last.
-        func nextPage() async throws -> [Record]? {
-            let page = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Record]?, any Error>) in
-                let ready = state.withLock { state -> Result<[Record]?, any Error>? in
+        func nextPage() async throws -> Page? {
+            let page = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Page?, any Error>) in
+                let ready = state.withLock { state -> Result<Page?, any Error>? in
                     if !state.ready.isEmpty { return state.ready.removeFirst() }
                     // After a failure the pages still in flight are dropped: none will come.
                     if state.failed || (state.finished && state.inFlight == 0) { return .success(nil) }
@@ -131,6 +165,9 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             if page != nil { readAhead() }
             return page
         }
+
+        /// See ``Iterator/keepStoredRows()``.
+        func keepStoredRows() { state.withLock { $0.keepsStoredRows = true } }
 
         /// Frees a consumed page on the decoding queue. The records were allocated there, and
         /// freeing them on the consumer's thread makes the two threads contend for the
@@ -164,17 +201,24 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
                 // (a copied page is decoded without the connection).
                 if !more { close() }
                 decodingQueue.async { [self] in
-                    let viewer = state.withLock { $0.viewer }
-                    deliver(rows.flatMap { rows in Result { try rows.map { try $0.decode().records.map { $0.presented(to: viewer) } } } })
+                    let (viewer, keepsStoredRows) = state.withLock { ($0.viewer, $0.keepsStoredRows) }
+                    deliver(rows.flatMap { rows in
+                        Result {
+                            try rows.map { rows -> Page in
+                                if keepsStoredRows, let stored = rows.storedRows { return .stored(stored) }
+                                return .records(try rows.decode().records.map { $0.presented(to: viewer) })
+                            }
+                        }
+                    })
                 }
                 if more { readAhead() }
             }
         }
 
         /// Hands a decoded page to the waiting consumer, or keeps it for the next request.
-        private func deliver(_ page: Result<[Record]?, any Error>) {
+        private func deliver(_ page: Result<Page?, any Error>) {
             var failedNow = false
-            let waiter = state.withLock { state -> CheckedContinuation<[Record]?, any Error>? in
+            let waiter = state.withLock { state -> CheckedContinuation<Page?, any Error>? in
                 state.inFlight -= 1
                 if state.failed { return nil }
                 if case .failure = page {

@@ -106,6 +106,22 @@ extension FieldDocument {
         return (decoded.fields, decoded.encryptedKeys)
     }
 
+    /// Calls `field` with each field of a stored document, in the order stored, without making
+    /// a dictionary or a record: what writing a stored record out needs. False where the
+    /// document holds more than plain values (encrypted keys, CloudKit JSON kept beside the
+    /// values, an asset, whose file its engine names), does not name its fields once each in
+    /// ascending order (`String`'s), or is not a valid document: decode it then, which reports
+    /// the damage. `field` may have been called for some fields by then.
+    ///
+    /// ```swift
+    /// let plain = FieldDocument.forEachPlainField(utf8: columnBytes, zoneID: zone) { key, value in print(key, value) }
+    /// ```
+    package static func forEachPlainField(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, _ field: (String, FieldValue) -> Void) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        var reader = StoredDocumentReader(base: base, count: bytes.count, zoneID: zoneID)
+        return (try? reader.plainFields(field)) ?? false
+    }
+
     static func corrupt(_ what: String) -> StratusError {
         StratusError(.internalError, "stored field document is corrupt: \(what)")
     }
@@ -220,6 +236,29 @@ struct StoredDocumentReader {
         // Strings note their problems (bad UTF-8, bad escapes) and are read on; numbers are
         // checked as they are read.
         if let problem = cursor.problem { throw .syntax(offset: problem.offset, message: problem.message) }
+    }
+
+    /// See ``FieldDocument/forEachPlainField(utf8:zoneID:_:)``.
+    mutating func plainFields(_ field: (String, FieldValue) -> Void) throws(Failure) -> Bool {
+        try cursor.expect(UInt8(ascii: "{"), "an object")
+        if !cursor.consume(UInt8(ascii: "}")) {
+            var previous: String?
+            repeat {
+                let key = try cursor.scanKey()
+                if specialMember(key) != nil { return false }
+                let name = cursor.string(key)
+                if let previous, !(previous < name) { return false }
+                let value = try value(of: key) { _ in nil }
+                switch value {
+                case .asset: return false
+                case .assetList(let assets) where !assets.isEmpty: return false
+                default: field(name, value)
+                }
+                previous = name
+            } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "the document")
+        }
+        cursor.skipSpace()
+        return cursor.pos == cursor.limit && cursor.problem == nil
     }
 
     /// `~json`: `{"m":{…},"z":{…},"o":"…","c":{…},"d":{…},"a":[…],"f":{…}}`.

@@ -61,18 +61,23 @@ public struct UndecodedQueryPage: Sendable {
     /// How many rows the page holds; zero after the last. Its records can be fewer where an
     /// engine leaves out rows after reading them (a word condition no index served).
     public let count: Int
+    /// The rows as stored, when the engine offers them (see ``StoredRecordRows``): a job that
+    /// writes records out can write them from there instead of decoding the page.
+    public let storedRows: (any StoredRecordRows)?
     private let decoder: @Sendable () throws -> QueryPage
 
     /// A page of `count` rows that `decoder` makes into records (with the position of the
-    /// last of them).
-    public init(count: Int, decoder: @escaping @Sendable () throws -> QueryPage) {
+    /// last of them), offered as `storedRows` too when given.
+    public init(count: Int, storedRows: (any StoredRecordRows)? = nil, decoder: @escaping @Sendable () throws -> QueryPage) {
         self.count = count
+        self.storedRows = storedRows
         self.decoder = decoder
     }
 
     /// A page whose records were made as it was read.
     public init(decoded page: QueryPage) {
         count = page.records.count
+        storedRows = nil
         decoder = { page }
     }
 

@@ -33,6 +33,40 @@ package protocol RecordBatchEncoder: Sendable {
     /// the first record that cannot be encoded (``EncodedRecordBatch/failure``), writing
     /// nothing of it.
     func encode(_ records: ArraySlice<Record>, into batch: EncodedRecordBatch)
+
+    /// Whether ``encode(_:count:into:)`` writes stored rows without making their records:
+    /// only then does an export hand its pages over undecoded.
+    var encodesStoredRows: Bool { get }
+
+    /// Appends the bytes of the first `count` rows to `batch` (empty), as ``encode(_:into:)``
+    /// would for their records; a row that cannot be decoded fails the batch there.
+    func encode(_ rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch)
+}
+
+extension RecordBatchEncoder {
+    package var encodesStoredRows: Bool { false }
+
+    package func encode(_ rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch) {
+        encodeRecords(of: rows, count: count, into: batch)
+    }
+
+    /// Decodes the first `count` rows and encodes their records, up to the first row that
+    /// cannot be decoded or encoded.
+    package func encodeRecords(of rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch) {
+        var records: [Record] = []
+        var failure: (any Error)?
+        do {
+            try rows.forEachRow { _, record in
+                guard records.count < count else { return false }
+                records.append(try record())
+                return true
+            }
+        } catch {
+            failure = error
+        }
+        encode(records[...], into: batch)
+        if let failure, batch.failure == nil { batch.fail(at: records.count, failure) }
+    }
 }
 
 /// Records encoded by a ``RecordBatchEncoder``: their bytes back to back, and where each

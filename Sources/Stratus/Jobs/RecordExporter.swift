@@ -123,7 +123,9 @@ public final class RecordExporter: Sendable {
                 progress?(0)
                 return summary
             }
-            if let batchSink = sink as? any RecordBatchSink, let encoder = batchSink.batchEncoder(first: first[0]) {
+            if let batchSink = sink as? any RecordBatchSink, let encoder = batchSink.batchEncoder(first: try first.records()[0]) {
+                // Writing records from their stored rows skips making them: most of the work.
+                if encoder.encodesStoredRows { pages.keepStoredRows() }
                 try await writeEncoded(first: first, rest: &pages, into: batchSink, encoder: encoder, limit: limit, summary: &summary, progress: progress)
             } else {
                 try await writeEach(first: first, rest: &pages, into: sink, limit: limit, summary: &summary, progress: progress)
@@ -145,12 +147,12 @@ public final class RecordExporter: Sendable {
 
     /// Writes each record through ``RecordSink/write(_:)`` on this task.
     private func writeEach(
-        first: [Record], rest pages: inout QueryResultSequence.Iterator, into sink: some RecordSink, limit: Int, summary: inout Summary,
+        first: QueryResultSequence.Page, rest pages: inout QueryResultSequence.Iterator, into sink: some RecordSink, limit: Int, summary: inout Summary,
         progress: (@Sendable (Int) -> Void)?
     ) async throws {
-        var page: [Record]? = first
+        var page: QueryResultSequence.Page? = first
         while let records = page {
-            for record in records {
+            for record in try records.records() {
                 try sink.write(record)
                 summary.exported += 1
                 if summary.exported >= limit { return }
@@ -172,21 +174,21 @@ public final class RecordExporter: Sendable {
     /// core doing it all kept the reading and decoding threads waiting. Progress and
     /// cancellation come at the same counts as ``writeEach``'s, so the output is the same.
     private func writeEncoded(
-        first: [Record], rest pages: inout QueryResultSequence.Iterator, into sink: any RecordBatchSink, encoder: any RecordBatchEncoder,
+        first: QueryResultSequence.Page, rest pages: inout QueryResultSequence.Iterator, into sink: any RecordBatchSink, encoder: any RecordBatchEncoder,
         limit: Int, summary: inout Summary, progress: (@Sendable (Int) -> Void)?
     ) async throws {
-        var pending: [(page: [Record], count: Int, encoding: Task<EncodedRecordBatch, Never>)] = []
+        var pending: [(page: QueryResultSequence.Page, count: Int, encoding: Task<EncodedRecordBatch, Never>)] = []
         // Each batch is freed once written, sized by the page written last so that it seldom
         // grows: buffers kept for the next pages stayed at the largest page's size (twice it,
         // grown by doubling), and an export's peak memory grew with the number of records.
         var lastBatchBytes = 64 << 10
-        var waiting: [Record]? = first
+        var waiting: QueryResultSequence.Page? = first
         var submitted = 0
         var exhausted = false
         do {
             while true {
                 while pending.count < Self.batchesInFlight && !exhausted {
-                    let page: [Record]?
+                    let page: QueryResultSequence.Page?
                     if let first = waiting {
                         page = first
                         waiting = nil
@@ -197,12 +199,15 @@ public final class RecordExporter: Sendable {
                         exhausted = true
                         break
                     }
-                    let records = page.prefix(limit - submitted)
-                    submitted += records.count
+                    let count = Swift.min(page.count, limit - submitted)
+                    submitted += count
                     exhausted = submitted >= limit
                     let batch = EncodedRecordBatch(capacity: lastBatchBytes + lastBatchBytes / 8)
-                    pending.append((page, records.count, Task.detached {
-                        encoder.encode(records, into: batch)
+                    pending.append((page, count, Task.detached {
+                        switch page {
+                        case .records(let records): encoder.encode(records.prefix(count), into: batch)
+                        case .stored(let rows): encoder.encode(rows, count: count, into: batch)
+                        }
                         return batch
                     }))
                 }
@@ -239,7 +244,7 @@ public final class RecordExporter: Sendable {
 
     /// Waits for the encodings still running, so that none outlives the export, and frees
     /// their pages.
-    private static func finish(_ pending: [(page: [Record], count: Int, encoding: Task<EncodedRecordBatch, Never>)], releasingInto pages: QueryResultSequence.Iterator) async {
+    private static func finish(_ pending: [(page: QueryResultSequence.Page, count: Int, encoding: Task<EncodedRecordBatch, Never>)], releasingInto pages: QueryResultSequence.Iterator) async {
         for (page, _, encoding) in pending {
             _ = await encoding.value
             pages.release(page)

@@ -173,7 +173,8 @@ import Foundation
         text.withUTF8 { appendString(utf8: $0) }
     }
 
-    private mutating func appendString(utf8: UnsafeBufferPointer<UInt8>) {
+    /// ``appendString(_:)`` of a string's UTF-8 bytes, which must be valid UTF-8.
+    @usableFromInline package mutating func appendString(utf8: UnsafeBufferPointer<UInt8>) {
         reserve(utf8.count + 2)
         base[count] = UInt8(ascii: "\"")
         count += 1

@@ -1,0 +1,86 @@
+import Foundation
+@_spi(StratusEngine) import Stratus
+
+extension RecordJSONWriter {
+    /// Appends the JSON that ``append(_:options:to:)`` writes for the record a stored row holds,
+    /// written from the row without making the record. False, with nothing appended, for a row
+    /// only its record can be written from: one with CloudKit JSON kept beside its values,
+    /// encrypted values or assets, text that is not valid UTF-8, a value JSON cannot hold or
+    /// a damaged document (the record's decoding or writing then reports it).
+    ///
+    /// - Parameter zoneTail: ``zoneTail(_:options:)`` of the row's zone.
+    static func appendStored(_ row: StoredRecordRow, zoneID: RecordZone.ID, zoneTail: [UInt8], options: Options, to out: inout ByteOutput) -> Bool {
+        guard options.assetFolder == nil,
+              isValidUTF8(row.recordName), isValidUTF8(row.recordType), isValidUTF8(row.creator), isValidUTF8(row.modifier),
+              row.changeTag.map(isValidUTF8) ?? true, row.parentName.map(isValidUTF8) ?? true else { return false }
+        let start = out.count
+        let problem = out.problem
+        out.append("{\"recordName\":")
+        out.appendString(utf8: row.recordName)
+        out.append(",\"recordType\":")
+        out.appendString(utf8: row.recordType)
+        if let tag = row.changeTag {
+            out.append(",\"recordChangeTag\":")
+            out.appendString(utf8: tag)
+        }
+        if let parent = row.parentName {
+            // A parent is in its child's zone: no zoneID (see appendReference).
+            out.append(",\"parent\":{\"recordName\":")
+            out.appendString(utf8: parent)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(",\"fields\":{")
+        if let document = row.document {
+            var first = true
+            // Stored fields come in key order, the order records are written in.
+            let plain = FieldDocument.forEachPlainField(utf8: document, zoneID: zoneID) { key, value in
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                appendField(key, value, encrypted: [], zone: zoneID, to: &out)
+            }
+            guard plain else {
+                out.removeAll(from: start)
+                out.problem = problem
+                return false
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+        appendStoredAuthorship(",\"created\":{\"timestamp\":", row.creationDate, row.creator, field: "created", to: &out)
+        appendStoredAuthorship(",\"modified\":{\"timestamp\":", row.modificationDate, row.modifier, field: "modified", to: &out)
+        zoneTail.withUnsafeBufferPointer { out.append($0) }
+        guard out.problem == problem else {
+            out.removeAll(from: start)
+            out.problem = problem
+            return false
+        }
+        return true
+    }
+
+    /// What ends every record of `zoneID` that kept no CloudKit JSON: its `zoneID` member and
+    /// the record's closing brace.
+    static func zoneTail(_ zoneID: RecordZone.ID, options: Options) -> [UInt8] {
+        var out = ByteOutput()
+        out.append(",\"zoneID\":{\"zoneName\":")
+        out.appendString(zoneID.zoneName)
+        out.append(",\"ownerRecordName\":")
+        out.appendString((zoneID.ownerName == RecordZone.ID.currentUserDefaultOwner ? options.currentUserRecordName : nil) ?? zoneID.ownerName)
+        out.append("}}")
+        return Array(out.bytes)
+    }
+
+    private static func appendStoredAuthorship(_ opening: StaticString, _ seconds: Double, _ user: UnsafeBufferPointer<UInt8>, field: StaticString,
+                                               to out: inout ByteOutput) {
+        out.append(opening)
+        out.appendTimestamp(Date(timeIntervalSinceReferenceDate: seconds), field: field.description)
+        out.append(",\"userRecordName\":")
+        out.appendString(utf8: user)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// Whether the bytes are UTF-8 that a `String` holds as they are (decoding repairs other bytes).
+    private static func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        while index < bytes.count && bytes[index] < 0x80 { index += 1 }
+        return index == bytes.count || String(validating: bytes, as: UTF8.self) != nil
+    }
+}
