@@ -329,7 +329,13 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
             switch read {
             case .rows(let handed, let range, let residualWords, let sortColumns):
                 let decoder = self.decoder
-                return UndecodedQueryPage(count: range.count) { try decoder.decode(handed.rows, range, residualWords: residualWords, sortColumns: sortColumns) }
+                // Without residual word conditions no row is left out: the page is its stored
+                // rows unless desired keys restrict the records.
+                let stored = residualWords.isEmpty && decoder.query.desiredKeys == nil
+                    ? PostgresStoredRows(result: handed, range: range, engine: engine, owner: owner, query: decoder.query) : nil
+                return UndecodedQueryPage(count: range.count, storedRows: stored) {
+                    try decoder.decode(handed.rows, range, residualWords: residualWords, sortColumns: sortColumns)
+                }
             case .decoded(let page):
                 try engine.materializeAssets(of: page.records, owner: owner)
                 return UndecodedQueryPage(decoded: page)
@@ -355,7 +361,7 @@ final class PostgresRowDecoder: @unchecked Sendable {
     // @unchecked: `recent` is touched only under `lock`.
     private let lock = NSLock()
     private let engine: PostgresEngine
-    private let query: CompiledQuery
+    let query: CompiledQuery
     private let schema: RecordTypeSchema?
     private let searchable: [String]?
     private let owner: String
@@ -385,6 +391,54 @@ final class PostgresRowDecoder: @unchecked Sendable {
         }
         try engine.materializeAssets(of: page.records, owner: owner)
         return page
+    }
+}
+
+/// Rows of a stream's fetched batch as ``Stratus/StoredRecordRows``: the columns of
+/// ``PostgresSchema/queryRecordColumns`` handed over as the server sent them.
+struct PostgresStoredRows: StoredRecordRows {
+    let result: HandedResult
+    let range: Range<Int>
+    let engine: PostgresEngine
+    let owner: String
+    let zoneID: RecordZone.ID
+    /// The query's record type, which the rows do not repeat.
+    let recordType: [UInt8]
+
+    init(result: HandedResult, range: Range<Int>, engine: PostgresEngine, owner: String, query: CompiledQuery) {
+        self.result = result
+        self.range = range
+        self.engine = engine
+        self.owner = owner
+        zoneID = query.zoneID
+        recordType = Array(query.recordType.utf8)
+    }
+
+    var count: Int { range.count }
+
+    func forEachRow(_ body: (StoredRecordRow?, () throws -> Record) throws -> Bool) throws {
+        try recordType.withUnsafeBufferPointer { recordType in
+            for index in range {
+                let row = result.rows[index]
+                func record() throws -> Record {
+                    var recent = PostgresRecentTexts(keepsDocumentShape: false)
+                    let record = try engine.decodeRecord(row, zoneID: zoneID, recordType: String(decoding: recordType, as: UTF8.self), recent: &recent)
+                    try engine.materializeAssets(of: [record], owner: owner)
+                    return record
+                }
+                guard try body(Self.stored(row, recordType: recordType), record) else { return }
+            }
+        }
+    }
+
+    /// The row as stored; nil where a column is not of the type it should be (which only
+    /// decoding reports as the record does).
+    private static func stored(_ row: PostgresRow, recordType: UnsafeBufferPointer<UInt8>) -> StoredRecordRow? {
+        guard case let name?? = row.storedText(0), case let creator?? = row.storedText(3), case let modifier? = row.storedText(5),
+              case let tag? = row.storedText(6), case let document? = row.storedText(7), case let parent? = row.storedText(8),
+              let created = try? row.double(2), let modified = try? row.double(4) else { return nil }
+        return StoredRecordRow(recordName: name, recordType: recordType, changeTag: tag, creationDate: created, creator: creator,
+                               modificationDate: modified, modifier: modifier ?? creator, parentName: parent, document: document)
     }
 }
 

@@ -640,6 +640,18 @@ public final class PostgresEngine: StorageEngine, Sendable {
 
 extension PostgresRow {
     /// The bytes of a text or `jsonb` column, without copying them into a `String`; `nil` for NULL.
+    /// The bytes ``withBytes(_:_:)`` gives, valid while the result lives: `.some(nil)` for
+    /// NULL, nil for jsonb of an unknown version.
+    func storedText(_ column: Int) -> UnsafeBufferPointer<UInt8>?? {
+        guard let (type, bytes) = raw(column) else { return .some(nil) }
+        var content = UnsafeRawBufferPointer(bytes)
+        if type == PostgresType.jsonb {
+            guard content.first == 1 else { return nil }
+            content = UnsafeRawBufferPointer(rebasing: content.dropFirst())
+        }
+        return content.bindMemory(to: UInt8.self)
+    }
+
     func withBytes<T>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> T) throws -> T {
         guard let (type, bytes) = raw(column) else { return try body(nil) }
         var content = UnsafeRawBufferPointer(bytes)

@@ -8,7 +8,7 @@ extension RecordEncoding {
     var encodesStoredRows: Bool { format != .csv && jsonOptions.assetFolder == nil }
 
     /// Encodes the first `count` rows into `batch` (empty) as ``encode(_:into:)`` encodes their
-    /// records, each from its stored form where ``RecordJSONWriter/appendStored(_:zoneID:zoneTail:options:to:)``
+    /// records, each from its stored form where ``RecordJSONWriter/appendStored(_:zoneID:zoneTail:options:fields:to:)``
     /// can, else from its record; up to the first that fails.
     func encode(_ rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch) {
         precondition(batch.count == 0 && batch.bytes.count == 0, "an empty batch")
@@ -20,12 +20,13 @@ extension RecordEncoding {
         let zoneID = rows.zoneID
         let zoneTail = RecordJSONWriter.zoneTail(zoneID, options: jsonOptions)
         var cell = ByteOutput()
+        var fields: [RecordJSONWriter.StoredField] = []
         var place = 0
         try? rows.forEachRow { row, record in
             guard place < count else { return false }
             let mark = batch.bytes.count
             if separated { batch.bytes.append(Self.recordSeparator) }
-            if let row, RecordJSONWriter.appendStored(row, zoneID: zoneID, zoneTail: zoneTail, options: jsonOptions, to: &batch.bytes) {
+            if let row, RecordJSONWriter.appendStored(row, zoneID: zoneID, zoneTail: zoneTail, options: jsonOptions, fields: &fields, to: &batch.bytes) {
                 if format == .ndjson { batch.bytes.append(0x0A) }
             } else {
                 do {

@@ -8,8 +8,11 @@ extension RecordJSONWriter {
     /// encrypted values or assets, text that is not valid UTF-8, a value JSON cannot hold or
     /// a damaged document (the record's decoding or writing then reports it).
     ///
-    /// - Parameter zoneTail: ``zoneTail(_:options:)`` of the row's zone.
-    static func appendStored(_ row: StoredRecordRow, zoneID: RecordZone.ID, zoneTail: [UInt8], options: Options, to out: inout ByteOutput) -> Bool {
+    /// - Parameters:
+    ///   - zoneTail: ``zoneTail(_:options:)`` of the row's zone.
+    ///   - fields: room for the written fields' keys and bytes, kept from row to row.
+    static func appendStored(_ row: StoredRecordRow, zoneID: RecordZone.ID, zoneTail: [UInt8], options: Options, fields: inout [StoredField],
+                             to out: inout ByteOutput) -> Bool {
         guard options.assetFolder == nil,
               isValidUTF8(row.recordName), isValidUTF8(row.recordType), isValidUTF8(row.creator), isValidUTF8(row.modifier),
               row.changeTag.map(isValidUTF8) ?? true, row.parentName.map(isValidUTF8) ?? true else { return false }
@@ -31,14 +34,20 @@ extension RecordJSONWriter {
         }
         out.append(",\"fields\":{")
         if let document = row.document {
-            var first = true
-            // Stored fields come in key order, the order records are written in.
+            let fieldsStart = out.count
+            fields.removeAll(keepingCapacity: true)
+            var ascending = true
             let plain = FieldDocument.forEachPlainField(utf8: document, zoneID: zoneID) { key, value in
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
+                if let last = fields.last {
+                    out.append(UInt8(ascii: ","))
+                    if ascending && !(last.key < key) { ascending = false }
+                }
+                let fieldStart = out.count
                 appendField(key, value, encrypted: [], zone: zoneID, to: &out)
+                fields.append(StoredField(key: key, bytes: fieldStart..<out.count))
             }
-            guard plain else {
+            // Records are written with their fields in key order.
+            guard plain, ascending || arrangeInKeyOrder(&fields, after: fieldsStart, in: &out) else {
                 out.removeAll(from: start)
                 out.problem = problem
                 return false
@@ -52,6 +61,25 @@ extension RecordJSONWriter {
             out.removeAll(from: start)
             out.problem = problem
             return false
+        }
+        return true
+    }
+
+    /// A field written by ``appendStored(_:zoneID:zoneTail:options:fields:to:)``: its key and
+    /// where its bytes are.
+    struct StoredField {
+        let key: String
+        let bytes: Range<Int>
+    }
+
+    /// Moves the fields written after `start` (with a comma between two) into key order;
+    /// false, with the bytes left as they were, for a document that names a key twice.
+    private static func arrangeInKeyOrder(_ fields: inout [StoredField], after start: Int, in out: inout ByteOutput) -> Bool {
+        fields.sort { $0.key < $1.key }
+        for place in fields.indices.dropFirst() where fields[place - 1].key == fields[place].key { return false }
+        withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: fields.count) { pieces in
+            for (place, field) in fields.enumerated() { (pieces.baseAddress! + place).initialize(to: field.bytes) }
+            out.arrange(UnsafeBufferPointer(pieces), after: start, separator: UInt8(ascii: ","))
         }
         return true
     }

@@ -106,12 +106,13 @@ extension FieldDocument {
         return (decoded.fields, decoded.encryptedKeys)
     }
 
-    /// Calls `field` with each field of a stored document, in the order stored, without making
-    /// a dictionary or a record: what writing a stored record out needs. False where the
-    /// document holds more than plain values (encrypted keys, CloudKit JSON kept beside the
-    /// values, an asset, whose file its engine names), does not name its fields once each in
-    /// ascending order (`String`'s), or is not a valid document: decode it then, which reports
-    /// the damage. `field` may have been called for some fields by then.
+    /// Calls `field` with each field of a stored document, in the order stored (an engine may
+    /// store them in an order of its own: PostgreSQL's `jsonb` orders keys by length first),
+    /// without making a dictionary or a record: what writing a stored record out needs. False
+    /// where the document holds more than plain values (encrypted keys, CloudKit JSON kept
+    /// beside the values, an asset, whose file its engine names) or is not a valid document:
+    /// decode it then, which reports the damage. `field` may have been called for some fields
+    /// by then. A document can name a field twice (decoding keeps the last value).
     ///
     /// ```swift
     /// let plain = FieldDocument.forEachPlainField(utf8: columnBytes, zoneID: zone) { key, value in print(key, value) }
@@ -242,19 +243,15 @@ struct StoredDocumentReader {
     mutating func plainFields(_ field: (String, FieldValue) -> Void) throws(Failure) -> Bool {
         try cursor.expect(UInt8(ascii: "{"), "an object")
         if !cursor.consume(UInt8(ascii: "}")) {
-            var previous: String?
             repeat {
                 let key = try cursor.scanKey()
                 if specialMember(key) != nil { return false }
-                let name = cursor.string(key)
-                if let previous, !(previous < name) { return false }
                 let value = try value(of: key) { _ in nil }
                 switch value {
                 case .asset: return false
                 case .assetList(let assets) where !assets.isEmpty: return false
-                default: field(name, value)
+                default: field(cursor.string(key), value)
                 }
-                previous = name
             } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "the document")
         }
         cursor.skipSpace()
