@@ -43,7 +43,16 @@ extension RecordJSONWriter {
                     if ascending && !(last.key < key) { ascending = false }
                 }
                 let fieldStart = out.count
-                appendField(key, value, encrypted: [], zone: zoneID, to: &out)
+                switch value {
+                case .string(let text):
+                    // appendField's bytes for a string, from the document's bytes.
+                    out.appendString(key)
+                    out.append(":{\"value\":")
+                    out.appendString(utf8: text)
+                    out.append(",\"type\":\"STRING\"}")
+                case .value(let value):
+                    appendField(key, value, encrypted: [], zone: zoneID, to: &out)
+                }
                 fields.append(StoredField(key: key, bytes: fieldStart..<out.count))
             }
             // Records are written with their fields in key order.
@@ -107,7 +116,13 @@ extension RecordJSONWriter {
 
     /// Whether the bytes are UTF-8 that a `String` holds as they are (decoding repairs other bytes).
     private static func isValidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        // ASCII, the common case, is checked a word at a time.
         var index = 0
+        while index + 8 <= bytes.count {
+            if UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { break }
+            index += 8
+        }
         while index < bytes.count && bytes[index] < 0x80 { index += 1 }
         return index == bytes.count || String(validating: bytes, as: UTF8.self) != nil
     }

@@ -117,10 +117,18 @@ extension FieldDocument {
     /// ```swift
     /// let plain = FieldDocument.forEachPlainField(utf8: columnBytes, zoneID: zone) { key, value in print(key, value) }
     /// ```
-    package static func forEachPlainField(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, _ field: (String, FieldValue) -> Void) -> Bool {
+    package static func forEachPlainField(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, _ field: (String, PlainValue) -> Void) -> Bool {
         guard let base = bytes.baseAddress else { return false }
         var reader = StoredDocumentReader(base: base, count: bytes.count, zoneID: zoneID)
         return (try? reader.plainFields(field)) ?? false
+    }
+
+    /// A value as ``forEachPlainField(utf8:zoneID:_:)`` hands it over: a string the document
+    /// holds without escapes as its UTF-8 bytes, valid only during the call (most strings are
+    /// longer than a `String` holds without allocating); any other value as itself.
+    package enum PlainValue {
+        case string(UnsafeBufferPointer<UInt8>)
+        case value(FieldValue)
     }
 
     static func corrupt(_ what: String) -> StratusError {
@@ -240,22 +248,43 @@ struct StoredDocumentReader {
     }
 
     /// See ``FieldDocument/forEachPlainField(utf8:zoneID:_:)``.
-    mutating func plainFields(_ field: (String, FieldValue) -> Void) throws(Failure) -> Bool {
+    mutating func plainFields(_ field: (String, FieldDocument.PlainValue) -> Void) throws(Failure) -> Bool {
         try cursor.expect(UInt8(ascii: "{"), "an object")
         if !cursor.consume(UInt8(ascii: "}")) {
             repeat {
                 let key = try cursor.scanKey()
                 if specialMember(key) != nil { return false }
+                if let text = try plainString() {
+                    cursor.withStringBytes(text) { field(cursor.string(key), .string($0)) }
+                    continue
+                }
                 let value = try value(of: key) { _ in nil }
                 switch value {
                 case .asset: return false
                 case .assetList(let assets) where !assets.isEmpty: return false
-                default: field(cursor.string(key), value)
+                default: field(cursor.string(key), .value(value))
                 }
             } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "the document")
         }
         cursor.skipSpace()
         return cursor.pos == cursor.limit && cursor.problem == nil
+    }
+
+    /// The string token of a string value without escapes, the value read to its end; nil,
+    /// with nothing read, for any other value.
+    private mutating func plainString() throws(Failure) -> Token? {
+        let start = cursor.pos
+        try cursor.expect(UInt8(ascii: "["), "a tagged value")
+        cursor.skipSpace()
+        guard try tagCode() == TagCode.string.rawValue, cursor.consume(UInt8(ascii: ",")), try cursor.peek() == UInt8(ascii: "\""),
+              case let text = try cursor.scanString(), text.flags & Token.hasEscape == 0 else {
+            cursor.pos = start
+            return nil
+        }
+        // Parts after the string (its folded copy) serve queries, not reading.
+        while cursor.consume(UInt8(ascii: ",")) { _ = try cursor.scanValue() }
+        try cursor.expect(UInt8(ascii: "]"), "',' or ']' in a tagged value")
+        return text
     }
 
     /// `~json`: `{"m":{…},"z":{…},"o":"…","c":{…},"d":{…},"a":[…],"f":{…}}`.

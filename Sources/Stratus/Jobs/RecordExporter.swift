@@ -4,8 +4,9 @@ import Synchronization
 /// Exports every record a query matches into a ``RecordSink``, the job behind
 /// `stratus export`: page by page, reading the next page while one is written, with progress
 /// and cancellation. Into a `RecordWriter` of `StratusTransfer`, pages are encoded on
-/// several threads at once and written in order, the bytes of writing record by record.
-/// Memory holds a few pages at most (three read ahead, and up to one per core, at least two,
+/// several threads at once and written in order, the bytes of writing record by record;
+/// record JSON is encoded from the rows the store read, where its engine offers them, without
+/// making the records (see `StoredRecordRows` in the engine SPI). Memory holds a few pages at most (three read ahead, and up to one per core, at least two,
 /// being encoded or written; a page's bytes are freed once written), however many records
 /// are exported.
 ///
