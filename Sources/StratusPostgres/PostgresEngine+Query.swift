@@ -332,7 +332,7 @@ final class PostgresQueryStream: QueryStream, @unchecked Sendable {
                 // Without residual word conditions no row is left out: the page is its stored
                 // rows unless desired keys restrict the records.
                 let stored = residualWords.isEmpty && decoder.query.desiredKeys == nil
-                    ? PostgresStoredRows(result: handed, range: range, engine: engine, owner: owner, query: decoder.query) : nil
+                    ? try PostgresStoredRows(result: handed, range: range, engine: engine, owner: owner, query: decoder.query) : nil
                 return UndecodedQueryPage(count: range.count, storedRows: stored) {
                     try decoder.decode(handed.rows, range, residualWords: residualWords, sortColumns: sortColumns)
                 }
@@ -404,14 +404,41 @@ struct PostgresStoredRows: StoredRecordRows {
     let zoneID: RecordZone.ID
     /// The query's record type, which the rows do not repeat.
     let recordType: [UInt8]
+    /// The records of the rows that hold assets (by row), decoded with their files in place
+    /// when the page was read: a page's asset files take one query, not one per record, and
+    /// that query runs on the reading thread, not on the threads that encode.
+    private let assetRecords: [Int: Record]
 
-    init(result: HandedResult, range: Range<Int>, engine: PostgresEngine, owner: String, query: CompiledQuery) {
+    /// - Throws: what finding the files of the page's assets throws.
+    init(result: HandedResult, range: Range<Int>, engine: PostgresEngine, owner: String, query: CompiledQuery) throws {
         self.result = result
         self.range = range
         self.engine = engine
         self.owner = owner
         zoneID = query.zoneID
         recordType = Array(query.recordType.utf8)
+        var assetRecords: [Int: Record] = [:]
+        var recent = PostgresRecentTexts(keepsDocumentShape: false)
+        for index in range {
+            let row = result.rows[index]
+            guard case let document?? = row.storedText(7), Self.mayHoldAsset(document),
+                  let record = try? engine.decodeRecord(row, zoneID: zoneID, recordType: query.recordType, recent: &recent) else { continue }
+            // A row that cannot be decoded is decoded again when it is written, which reports it.
+            assetRecords[index] = record
+        }
+        if !assetRecords.isEmpty { try engine.materializeAssets(of: Array(assetRecords.values), owner: owner) }
+        self.assetRecords = assetRecords
+    }
+
+    /// Whether a stored document may hold an asset: it has an asset's tag (`["A"` or `["AL"`;
+    /// inside a JSON string a quote is escaped, so a string's text never matches).
+    private static func mayHoldAsset(_ document: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard document.count >= 5 else { return false }
+        for index in 0..<(document.count - 4) where document[index] == UInt8(ascii: "[") && document[index + 1] == UInt8(ascii: "\"")
+            && document[index + 2] == UInt8(ascii: "A") && (document[index + 3] == UInt8(ascii: "\"") || document[index + 3] == UInt8(ascii: "L")) {
+            return true
+        }
+        return false
     }
 
     var count: Int { range.count }
@@ -421,6 +448,7 @@ struct PostgresStoredRows: StoredRecordRows {
             for index in range {
                 let row = result.rows[index]
                 func record() throws -> Record {
+                    if let decoded = assetRecords[index] { return decoded }
                     var recent = PostgresRecentTexts(keepsDocumentShape: false)
                     let record = try engine.decodeRecord(row, zoneID: zoneID, recordType: String(decoding: recordType, as: UTF8.self), recent: &recent)
                     try engine.materializeAssets(of: [record], owner: owner)
@@ -431,8 +459,9 @@ struct PostgresStoredRows: StoredRecordRows {
         }
     }
 
-    /// The row as stored; nil where a column is not of the type it should be (which only
-    /// decoding reports as the record does).
+    /// The row as stored; nil where a column holds NULL that must not (a date, the name, the
+    /// creator), jsonb of an unknown version, or a date that is not a number: decoding reports
+    /// those, or reads them as the record does.
     private static func stored(_ row: PostgresRow, recordType: UnsafeBufferPointer<UInt8>) -> StoredRecordRow? {
         guard case let name?? = row.storedText(0), case let creator?? = row.storedText(3), case let modifier? = row.storedText(5),
               case let tag? = row.storedText(6), case let document? = row.storedText(7), case let parent? = row.storedText(8),
@@ -442,9 +471,9 @@ struct PostgresStoredRows: StoredRecordRows {
     }
 }
 
-/// A result handed from the stream that fetched it to the thread that decodes it. libpq's
-/// results are read-only once made and may be read from any thread; the stream only slices
-/// it into pages, so the decoders of its pages are its only readers.
+/// A result handed from the stream that fetched it to the threads that decode or encode its
+/// pages. libpq's results are read-only once made and may be read from several threads at
+/// once; the stream only slices it into pages, so those threads are its only readers.
 final class HandedResult: @unchecked Sendable {
     let rows: PostgresResult
     init(_ rows: PostgresResult) { self.rows = rows }

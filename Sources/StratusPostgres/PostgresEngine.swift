@@ -639,7 +639,6 @@ public final class PostgresEngine: StorageEngine, Sendable {
 }
 
 extension PostgresRow {
-    /// The bytes of a text or `jsonb` column, without copying them into a `String`; `nil` for NULL.
     /// The bytes ``withBytes(_:_:)`` gives, valid while the result lives: `.some(nil)` for
     /// NULL, nil for jsonb of an unknown version.
     func storedText(_ column: Int) -> UnsafeBufferPointer<UInt8>?? {
@@ -652,6 +651,7 @@ extension PostgresRow {
         return content.bindMemory(to: UInt8.self)
     }
 
+    /// The bytes of a text or `jsonb` column, without copying them into a `String`; `nil` for NULL.
     func withBytes<T>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> T) throws -> T {
         guard let (type, bytes) = raw(column) else { return try body(nil) }
         var content = UnsafeRawBufferPointer(bytes)

@@ -5,14 +5,16 @@ extension RecordEncoding {
     /// Record JSON is written from stored rows; CSV (whose columns check each record's
     /// fields) and a JSON export that writes asset files (in record order, by its writer) take
     /// records.
-    var encodesStoredRows: Bool { format != .csv && jsonOptions.assetFolder == nil }
+    static func encodesStoredRows(format: RecordFormat, jsonOptions: RecordJSONWriter.Options) -> Bool {
+        format != .csv && jsonOptions.assetFolder == nil
+    }
 
     /// Encodes the first `count` rows into `batch` (empty) as ``encode(_:into:)`` encodes their
     /// records, each from its stored form where ``RecordJSONWriter/appendStored(_:zoneID:zoneTail:options:fields:to:)``
     /// can, else from its record; up to the first that fails.
     func encode(_ rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch) {
         precondition(batch.count == 0 && batch.bytes.count == 0, "an empty batch")
-        guard encodesStoredRows else {
+        guard Self.encodesStoredRows(format: format, jsonOptions: jsonOptions) else {
             encodeRecords(of: rows, count: count, into: batch)
             return
         }
@@ -22,25 +24,34 @@ extension RecordEncoding {
         var cell = ByteOutput()
         var fields: [RecordJSONWriter.StoredField] = []
         var place = 0
-        try? rows.forEachRow { row, record in
-            guard place < count else { return false }
-            let mark = batch.bytes.count
-            if separated { batch.bytes.append(Self.recordSeparator) }
-            if let row, RecordJSONWriter.appendStored(row, zoneID: zoneID, zoneTail: zoneTail, options: jsonOptions, fields: &fields, to: &batch.bytes) {
-                if format == .ndjson { batch.bytes.append(0x0A) }
-            } else {
-                do {
-                    try append(try record(), to: &batch.bytes, cell: &cell)
-                } catch {
-                    batch.bytes.removeAll(from: mark)
-                    batch.bytes.problem = nil
-                    batch.fail(at: place, error)
-                    return false
+        do {
+            try rows.forEachRow { row, record in
+                guard place < count else { return false }
+                let mark = batch.bytes.count
+                if separated { batch.bytes.append(Self.recordSeparator) }
+                if let row, RecordJSONWriter.appendStored(row, zoneID: zoneID, zoneTail: zoneTail, options: jsonOptions, fields: &fields, to: &batch.bytes) {
+                    if format == .ndjson { batch.bytes.append(0x0A) }
+                } else {
+                    do {
+                        try append(try record(), to: &batch.bytes, cell: &cell)
+                    } catch {
+                        batch.bytes.removeAll(from: mark)
+                        batch.bytes.problem = nil
+                        batch.fail(at: place, error)
+                        return false
+                    }
                 }
+                batch.endRecord()
+                place += 1
+                return true
             }
-            batch.endRecord()
-            place += 1
-            return true
+        } catch {
+            // Handing the rows over failed, between two rows (a row's own failure ends the loop).
+            if batch.failure == nil { batch.fail(at: place, error) }
+        }
+        // The writer writes `count` records of the batch: each is encoded or the batch failed.
+        if batch.failure == nil && place < count {
+            batch.fail(at: place, StratusError(.internalError, "the store handed over \(place) of the page's \(count) rows"))
         }
     }
 }

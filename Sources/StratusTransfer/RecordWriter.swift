@@ -175,6 +175,9 @@ public final class RecordWriter {
         return encoding(first: first)
     }
 
+    /// Record JSON is encoded from the rows a store read (see ``RecordEncoding``).
+    package var encodesStoredRows: Bool { !finished && RecordEncoding.encodesStoredRows(format: format, jsonOptions: jsonOptions) }
+
     /// Writes records `records` of a batch this writer's ``batchEncoder(first:)`` encoded: the
     /// bytes ``write(_:)`` would have written for them.
     ///

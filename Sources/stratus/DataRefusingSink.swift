@@ -21,6 +21,8 @@ final class DataRefusingSink: RecordBatchSink {
 
     func batchEncoder(first: Record) -> (any RecordBatchEncoder)? { writer.batchEncoder(first: first) }
 
+    var encodesStoredRows: Bool { writer.encodesStoredRows }
+
     func write(_ batch: EncodedRecordBatch, records: Range<Int>) throws {
         try refusingBadData { try writer.write(batch, records: records) }
     }

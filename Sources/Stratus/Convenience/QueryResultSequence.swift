@@ -72,15 +72,16 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             return try await reader.nextPage()
         }
 
-        /// Frees a page ``nextPage()`` gave, on the thread that decoded it (see
-        /// ``PageReader/release(_:)``).
+        /// Frees a page of records ``nextPage()`` gave on the thread that decoded it (see
+        /// ``PageReader/release(_:)``); stored rows are freed wherever they are let go.
         func release(_ page: consuming Page) {
             if case .records(let records) = page { reader.release(records) }
         }
 
         /// Has ``nextPage()`` give the pages read from now on as the rows the store holds,
         /// undecoded, where the engine offers them (``UndecodedQueryPage/storedRows``): for a
-        /// consumer that writes them out without records. Pages decoded already stay records.
+        /// consumer that writes them out without records. Pages decoded already stay records:
+        /// ask before the first.
         func keepStoredRows() { reader.keepStoredRows() }
     }
 
@@ -98,13 +99,25 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             }
         }
 
-        /// The page's records, decoded if need be.
+        /// The page's records, decoded if need be. Records decoded from stored rows are not
+        /// presented to the reader (their creator is never `__defaultOwner__`): only an export
+        /// asks for stored rows, and its writers write the stored names.
         ///
         /// - Throws: what decoding a stored row throws.
         func records() throws -> [Record] {
             switch self {
             case .records(let records): records
             case .stored(let rows): try rows.records(count: rows.count)
+            }
+        }
+
+        /// The page's first record (a page is never empty), decoded alone if need be.
+        ///
+        /// - Throws: what decoding it throws.
+        func firstRecord() throws -> Record {
+            switch self {
+            case .records(let records): records[0]
+            case .stored(let rows): try rows.records(count: 1)[0]
             }
         }
     }

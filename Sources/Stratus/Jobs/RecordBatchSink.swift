@@ -18,6 +18,11 @@ package protocol RecordBatchSink: RecordSink {
     /// (CSV columns) settles it here.
     func batchEncoder(first: Record) -> (any RecordBatchEncoder)?
 
+    /// Whether this sink's encoder writes stored rows without making their records
+    /// (``RecordBatchEncoder/encode(_:count:into:)``): an export then reads its pages undecoded
+    /// from the first, so that a row that fails fails where it stands, after the rows before it.
+    var encodesStoredRows: Bool { get }
+
     /// Writes the records `records` of `batch` (made by this sink's encoder), on the export's
     /// task, after every batch before it.
     ///
@@ -34,18 +39,16 @@ package protocol RecordBatchEncoder: Sendable {
     /// nothing of it.
     func encode(_ records: ArraySlice<Record>, into batch: EncodedRecordBatch)
 
-    /// Whether ``encode(_:count:into:)`` writes stored rows without making their records:
-    /// only then does an export hand its pages over undecoded.
-    var encodesStoredRows: Bool { get }
-
     /// Appends the bytes of the first `count` rows to `batch` (empty), as ``encode(_:into:)``
     /// would for their records; a row that cannot be decoded fails the batch there.
     func encode(_ rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch)
 }
 
-extension RecordBatchEncoder {
+extension RecordBatchSink {
     package var encodesStoredRows: Bool { false }
+}
 
+extension RecordBatchEncoder {
     package func encode(_ rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch) {
         encodeRecords(of: rows, count: count, into: batch)
     }

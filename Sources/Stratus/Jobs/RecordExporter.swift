@@ -119,14 +119,16 @@ public final class RecordExporter: Sendable {
         // The sequence reads and decodes the next pages while this one is written, so that
         // reading, decoding and writing overlap.
         var pages = records().makeAsyncIterator()
+        let batchSink = sink as? any RecordBatchSink
+        // Writing records from their stored rows skips making them, most of the work; asked
+        // before the first page, so that every page comes so.
+        if batchSink?.encodesStoredRows == true { pages.keepStoredRows() }
         do {
             guard let first = try await pages.nextPage() else {
                 progress?(0)
                 return summary
             }
-            if let batchSink = sink as? any RecordBatchSink, let encoder = batchSink.batchEncoder(first: try first.records()[0]) {
-                // Writing records from their stored rows skips making them: most of the work.
-                if encoder.encodesStoredRows { pages.keepStoredRows() }
+            if let batchSink, let encoder = batchSink.batchEncoder(first: try first.firstRecord()) {
                 try await writeEncoded(first: first, rest: &pages, into: batchSink, encoder: encoder, limit: limit, summary: &summary, progress: progress)
             } else {
                 try await writeEach(first: first, rest: &pages, into: sink, limit: limit, summary: &summary, progress: progress)
@@ -173,7 +175,9 @@ public final class RecordExporter: Sendable {
     /// Encodes pages on the cooperative pool's threads, a few at once, and writes them here in
     /// order: encoding a record's bytes is most of an export's work on its own task, and one
     /// core doing it all kept the reading and decoding threads waiting. Progress and
-    /// cancellation come at the same counts as ``writeEach``'s, so the output is the same.
+    /// cancellation come at the same counts as ``writeEach``'s, so the output is the same;
+    /// a stored row that cannot be decoded fails after the records before it, where a page of
+    /// records fails whole when it is read.
     private func writeEncoded(
         first: QueryResultSequence.Page, rest pages: inout QueryResultSequence.Iterator, into sink: any RecordBatchSink, encoder: any RecordBatchEncoder,
         limit: Int, summary: inout Summary, progress: (@Sendable (Int) -> Void)?
