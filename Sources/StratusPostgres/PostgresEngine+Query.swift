@@ -433,10 +433,15 @@ struct PostgresStoredRows: StoredRecordRows {
     /// Whether a stored document may hold an asset: it has an asset's tag (`["A"` or `["AL"`;
     /// inside a JSON string a quote is escaped, so a string's text never matches).
     private static func mayHoldAsset(_ document: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard document.count >= 5 else { return false }
-        for index in 0..<(document.count - 4) where document[index] == UInt8(ascii: "[") && document[index + 1] == UInt8(ascii: "\"")
-            && document[index + 2] == UInt8(ascii: "A") && (document[index + 3] == UInt8(ascii: "\"") || document[index + 3] == UInt8(ascii: "L")) {
-            return true
+        guard let base = document.baseAddress, document.count >= 5 else { return false }
+        // `["A"` or `["AL"`: four bytes from an opening bracket, the fifth inside the document.
+        let last = base + document.count - 4
+        var at = base
+        while at < last, let found = memchr(at, Int32(UInt8(ascii: "[")), last - at) {
+            let bracket = UnsafePointer(found.assumingMemoryBound(to: UInt8.self))
+            if bracket[1] == UInt8(ascii: "\"") && bracket[2] == UInt8(ascii: "A")
+                && (bracket[3] == UInt8(ascii: "\"") || (bracket[3] == UInt8(ascii: "L") && bracket[4] == UInt8(ascii: "\""))) { return true }
+            at = bracket + 1
         }
         return false
     }
