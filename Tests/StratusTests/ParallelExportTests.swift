@@ -107,6 +107,8 @@ struct ParallelExportTests {
             writer.csvTypes = columns.types
             writer.csvEncryptedFields = columns.encrypted
             writer.jsonOptions.writesEveryZoneID = allZones
+            // As `stratus export` names the caller's zones: by the caller's user record name.
+            writer.jsonOptions.currentUserRecordName = "_caller"
         }
         let reported = ProgressLog()
         let sink: any RecordSink = parallel ? file.writer : OneByOne(file.writer)
@@ -131,6 +133,7 @@ struct ParallelExportTests {
                     #expect(parallel.text == oneByOne.text, "\(format), sorted: \(sorted)")
                     #expect(parallel.progress == oneByOne.progress)
                     #expect(parallel.text.contains("ENCRYPTED_BYTES") && parallel.text.contains("row-00060") && parallel.text.contains(format == .csv ? "asset:ASSET" : "file:"))
+                    #expect(format == .csv || parallel.text.contains(#""ownerRecordName":"_caller"}"#), "\(format)")
                 }
                 let limited = try await Self.export(database, format, sorted: true, limit: 30, parallel: true)
                 let limitedOneByOne = try await Self.export(database, format, sorted: true, limit: 30, parallel: false)
@@ -208,7 +211,7 @@ struct ParallelExportTests {
             } catch let error as StratusError {
                 #expect(error.code == .internalError && error.message.contains("corrupt"), "\(error)")
             }
-            let file = try WrittenFile(.ndjson)
+            let file = try WrittenFile(.ndjson) { $0.jsonOptions.currentUserRecordName = "_caller" }
             await #expect(throws: StratusError.self) { _ = try await RecordExporter(database: database, query: Query(recordType: "Row"), pageSize: 7).run(into: file.writer) }
             let written = try file.finishedText().split(separator: "\n")
             #expect(written.count == 50 && written == Array(lines.prefix(50)), "the whole records before the damaged one, all of them")
