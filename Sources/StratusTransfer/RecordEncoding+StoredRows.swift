@@ -14,34 +14,23 @@ extension RecordEncoding {
     /// can, else from its record; up to the first that fails.
     func encode(_ rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch) {
         precondition(batch.count == 0 && batch.bytes.count == 0, "an empty batch")
-        guard Self.encodesStoredRows(format: format, jsonOptions: jsonOptions) else {
-            encodeRecords(of: rows, count: count, into: batch)
-            return
-        }
-        let separated = format == .json || format == .envelope
+        let writesStored = Self.encodesStoredRows(format: format, jsonOptions: jsonOptions)
         let zoneID = rows.zoneID
-        let zoneTail = RecordJSONWriter.zoneTail(zoneID, options: jsonOptions)
+        let zoneTail = writesStored ? RecordJSONWriter.zoneTail(zoneID, options: jsonOptions) : []
         var cell = ByteOutput()
         var fields: [RecordJSONWriter.StoredField] = []
         var place = 0
         do {
             try rows.forEachRow { row, record in
                 guard place < count else { return false }
-                let mark = batch.bytes.count
-                if separated { batch.bytes.append(Self.recordSeparator) }
-                if let row, RecordJSONWriter.appendStored(row, zoneID: zoneID, zoneTail: zoneTail, options: jsonOptions, fields: &fields, to: &batch.bytes) {
-                    if format == .ndjson { batch.bytes.append(0x0A) }
-                } else {
-                    do {
-                        try append(try record(), to: &batch.bytes, cell: &cell)
-                    } catch {
-                        batch.bytes.removeAll(from: mark)
-                        batch.bytes.problem = nil
-                        batch.fail(at: place, error)
-                        return false
+                let written = appendRecord(at: place, to: batch) { out in
+                    if writesStored, let row, RecordJSONWriter.appendStored(row, zoneID: zoneID, zoneTail: zoneTail, options: jsonOptions, fields: &fields, to: &out) {
+                        if format == .ndjson { out.append(0x0A) }
+                    } else {
+                        try append(try record(), to: &out, cell: &cell)
                     }
                 }
-                batch.endRecord()
+                guard written else { return false }
                 place += 1
                 return true
             }

@@ -57,21 +57,28 @@ struct RecordEncoding: RecordBatchEncoder {
     /// ``recordSeparator``, up to the first that fails.
     func encode(_ records: ArraySlice<Record>, into batch: EncodedRecordBatch) {
         precondition(batch.count == 0 && batch.bytes.count == 0, "an empty batch")
-        let separated = format == .json || format == .envelope
         var cell = ByteOutput()
         for (place, record) in records.enumerated() {
-            let mark = batch.bytes.count
-            if separated { batch.bytes.append(Self.recordSeparator) }
-            do {
-                try append(record, to: &batch.bytes, cell: &cell)
-            } catch {
-                batch.bytes.removeAll(from: mark)
-                batch.bytes.problem = nil
-                batch.fail(at: place, error)
-                return
-            }
-            batch.endRecord()
+            guard appendRecord(at: place, to: batch, { try append(record, to: &$0, cell: &cell) }) else { return }
         }
+    }
+
+    /// Appends one record's bytes to `batch` with `write`, after the ``recordSeparator`` a JSON
+    /// array or envelope puts before each; false, with nothing of the record left and the
+    /// batch failed at `place`, when `write` throws.
+    func appendRecord(at place: Int, to batch: EncodedRecordBatch, _ write: (inout ByteOutput) throws -> Void) -> Bool {
+        let mark = batch.bytes.count
+        if format == .json || format == .envelope { batch.bytes.append(Self.recordSeparator) }
+        do {
+            try write(&batch.bytes)
+        } catch {
+            batch.bytes.removeAll(from: mark)
+            batch.bytes.problem = nil
+            batch.fail(at: place, error)
+            return false
+        }
+        batch.endRecord()
+        return true
     }
 
     // MARK: - JSON

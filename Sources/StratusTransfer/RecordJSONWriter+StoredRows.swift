@@ -100,7 +100,7 @@ extension RecordJSONWriter {
         out.append(",\"zoneID\":{\"zoneName\":")
         out.appendString(zoneID.zoneName)
         out.append(",\"ownerRecordName\":")
-        out.appendString((zoneID.ownerName == RecordZone.ID.currentUserDefaultOwner ? options.currentUserRecordName : nil) ?? zoneID.ownerName)
+        out.appendString(ownerRecordName(of: zoneID, options: options))
         out.append("}}")
         return Array(out.bytes)
     }

@@ -138,15 +138,19 @@ public enum RecordJSONWriter {
             out.appendString(zoneID.zoneName)
             if absent.isEmpty || !absent.contains("zoneID.ownerRecordName") {
                 out.append(",\"ownerRecordName\":")
-                let owner = extras.ownerRecordName
-                    ?? (zoneID.ownerName == RecordZone.ID.currentUserDefaultOwner ? options.currentUserRecordName : nil) ?? zoneID.ownerName
-                out.appendString(owner)
+                out.appendString(extras.ownerRecordName ?? ownerRecordName(of: zoneID, options: options))
             }
             appendMembers(extras.zoneIDMembers, to: &out)
             out.append(UInt8(ascii: "}"))
         }
         appendMembers(extras.members, to: &out)
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// The `ownerRecordName` written for `zoneID`: the current user's record name for the
+    /// current user's zones (``Options/currentUserRecordName``), else the zone's owner.
+    static func ownerRecordName(of zoneID: RecordZone.ID, options: Options) -> String {
+        (zoneID.ownerName == RecordZone.ID.currentUserDefaultOwner ? options.currentUserRecordName : nil) ?? zoneID.ownerName
     }
 
     /// Appends `,"key":<JSON text>` for each member, in key order.

@@ -44,33 +44,6 @@ package protocol RecordBatchEncoder: Sendable {
     func encode(_ rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch)
 }
 
-extension RecordBatchSink {
-    package var encodesStoredRows: Bool { false }
-}
-
-extension RecordBatchEncoder {
-    package func encode(_ rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch) {
-        encodeRecords(of: rows, count: count, into: batch)
-    }
-
-    /// Decodes the first `count` rows and encodes their records, up to the first row that
-    /// cannot be decoded or encoded.
-    package func encodeRecords(of rows: any StoredRecordRows, count: Int, into batch: EncodedRecordBatch) {
-        var records: [Record] = []
-        var failure: (any Error)?
-        do {
-            try rows.forEachRow { _, record in
-                guard records.count < count else { return false }
-                records.append(try record())
-                return true
-            }
-        } catch {
-            failure = error
-        }
-        encode(records[...], into: batch)
-        if let failure, batch.failure == nil { batch.fail(at: records.count, failure) }
-    }
-}
 
 /// Records encoded by a ``RecordBatchEncoder``: their bytes back to back, and where each
 /// record's bytes end.
