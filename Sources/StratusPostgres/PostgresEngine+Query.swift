@@ -402,8 +402,9 @@ struct PostgresStoredRows: StoredRecordRows {
     let engine: PostgresEngine
     let owner: String
     let zoneID: RecordZone.ID
-    /// The query's record type, which the rows do not repeat.
-    let recordType: [UInt8]
+    /// The query's record type, which the rows do not repeat, and its bytes.
+    let recordType: String
+    private let recordTypeBytes: [UInt8]
     /// The records of the rows that hold assets (by row), decoded with their files in place
     /// when the page was read: a page's asset files take one query, not one per record, and
     /// that query runs on the reading thread, not on the threads that encode.
@@ -416,13 +417,13 @@ struct PostgresStoredRows: StoredRecordRows {
         self.engine = engine
         self.owner = owner
         zoneID = query.zoneID
-        recordType = Array(query.recordType.utf8)
+        recordType = query.recordType
+        recordTypeBytes = Array(query.recordType.utf8)
         var assetRecords: [Int: Record] = [:]
-        var recent = PostgresRecentTexts(keepsDocumentShape: false)
         for index in range {
             let row = result.rows[index]
             guard case let document?? = row.storedText(7), Self.mayHoldAsset(document),
-                  let record = try? engine.decodeRecord(row, zoneID: zoneID, recordType: query.recordType, recent: &recent) else { continue }
+                  let record = try? engine.decodeRecord(row, zoneID: zoneID, recordType: recordType) else { continue }
             // A row that cannot be decoded is decoded again when it is written, which reports it.
             assetRecords[index] = record
         }
@@ -449,17 +450,16 @@ struct PostgresStoredRows: StoredRecordRows {
     var count: Int { range.count }
 
     func forEachRow(_ body: (StoredRecordRow?, () throws -> Record) throws -> Bool) throws {
-        try recordType.withUnsafeBufferPointer { recordType in
+        try recordTypeBytes.withUnsafeBufferPointer { recordTypeBytes in
             for index in range {
                 let row = result.rows[index]
                 func record() throws -> Record {
                     if let decoded = assetRecords[index] { return decoded }
-                    var recent = PostgresRecentTexts(keepsDocumentShape: false)
-                    let record = try engine.decodeRecord(row, zoneID: zoneID, recordType: String(decoding: recordType, as: UTF8.self), recent: &recent)
+                    let record = try engine.decodeRecord(row, zoneID: zoneID, recordType: recordType)
                     try engine.materializeAssets(of: [record], owner: owner)
                     return record
                 }
-                guard try body(Self.stored(row, recordType: recordType), record) else { return }
+                guard try body(Self.stored(row, recordType: recordTypeBytes), record) else { return }
             }
         }
     }

@@ -586,10 +586,11 @@ public final class PostgresEngine: StorageEngine, Sendable {
 
     // MARK: - Records
 
-    /// Builds a record from a row whose first columns are ``PostgresSchema/recordColumns``.
-    func decodeRecord(_ row: PostgresRow, zoneID: RecordZone.ID) throws -> Record {
+    /// Builds a record from a row whose first columns are ``PostgresSchema/recordColumns``
+    /// (or ``PostgresSchema/queryRecordColumns``, with the query's `recordType`).
+    func decodeRecord(_ row: PostgresRow, zoneID: RecordZone.ID, recordType: String? = nil) throws -> Record {
         var recent = PostgresRecentTexts(keepsDocumentShape: false)
-        return try decodeRecord(row, zoneID: zoneID, recent: &recent)
+        return try decodeRecord(row, zoneID: zoneID, recordType: recordType, recent: &recent)
     }
 
     /// Builds a record from a row whose first columns are ``PostgresSchema/recordColumns``

@@ -517,7 +517,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     }
 
     /// Builds a record from a row whose first columns are ``SQLiteSchema/recordColumns``.
-    func decodeRecord(_ row: SQLiteStatement, zoneID: RecordZone.ID) throws -> Record {
+    func decodeRecord(_ row: some SQLiteRowValues, zoneID: RecordZone.ID) throws -> Record {
         var recent = SQLiteRecentTexts(keepsDocumentShape: false)
         return try decodeRecord(row, zoneID: zoneID, recent: &recent)
     }

@@ -145,10 +145,7 @@ struct SQLiteStoredRows: StoredRecordRows {
         struct Stop: Error {}
         do {
             try rows.forEachRow { row in
-                func record() throws -> Record {
-                    var recent = SQLiteRecentTexts(keepsDocumentShape: false)
-                    return try engine.decodeRecord(row, zoneID: zoneID, recent: &recent)
-                }
+                func record() throws -> Record { try engine.decodeRecord(row, zoneID: zoneID) }
                 guard try body(Self.stored(row), record) else { throw Stop() }
             }
         } catch is Stop {}
