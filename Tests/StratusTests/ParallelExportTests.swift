@@ -196,6 +196,10 @@ struct ParallelExportTests {
             }
             try await runSQL(#"UPDATE records SET fields = '{"string":["S","out of order"],"n":["I",30]}' WHERE record_name = '\#(recordName("row", 30))';"#)
             try await runSQL(#"UPDATE records SET fields = '{"n":["I",1],"n":["I",40],"string":["S","twice"]}' WHERE record_name = '\#(recordName("row", 40))';"#)
+            // A key written with an escape, a document without fields, and a value with escapes.
+            try await runSQL(#"UPDATE records SET fields = '{"n":["I",31],"str\u0069ng":["S","escaped key"]}' WHERE record_name = '\#(recordName("row", 31))';"#)
+            try await runSQL(#"UPDATE records SET fields = '{}' WHERE record_name = '\#(recordName("row", 32))';"#)
+            try await runSQL(#"UPDATE records SET fields = '{"n":["I",33],"string":["S","tab\tand \u00e9 \ud83d\ude00"]}' WHERE record_name = '\#(recordName("row", 33))';"#)
             // Unsorted: in the store's change order, which the raw statements left as it was.
             let parallel = try await Self.export(database, .ndjson, sorted: false, parallel: true)
             let oneByOne = try await Self.export(database, .ndjson, sorted: false, parallel: false)
@@ -203,6 +207,9 @@ struct ParallelExportTests {
             let lines = parallel.text.split(separator: "\n")
             #expect(lines[30].contains(#""fields":{"n":{"value":30,"type":"INT64"},"string":{"value":"out of order","type":"STRING"}}"#), "\(lines[30])")
             #expect(lines[40].contains(#""fields":{"n":{"value":40,"type":"INT64"},"string":{"value":"twice","type":"STRING"}}"#), "\(lines[40])")
+            #expect(lines[31].contains(#""fields":{"n":{"value":31,"type":"INT64"},"string":{"value":"escaped key","type":"STRING"}}"#), "\(lines[31])")
+            #expect(lines[32].contains(#""fields":{}"#), "\(lines[32])")
+            #expect(lines[33].contains(#""fields":{"n":{"value":33,"type":"INT64"},"string":{"value":"tab\tand é 😀","type":"STRING"}}"#), "\(lines[33])")
 
             try await runSQL(#"UPDATE records SET fields = '{"n":["I",' WHERE record_name = '\#(recordName("row", 50))';"#)
             do {
