@@ -16,9 +16,17 @@ struct StatisticsSchedule: Sendable {
     static let firstAnalysis = 1_000
     static let growth = 4
 
+    /// Zones whose counts are kept at most: a service that lives for months and writes into a
+    /// zone per user would otherwise keep an entry for every zone it ever wrote. A zone
+    /// forgotten starts counting again, which at worst costs one analysis more or one later.
+    static let maximumZones = 4_096
+
     /// Records this engine inserted into each zone (by its row), and the count at which the
     /// zone's next analysis is due.
     private var inserted: [Int64: (count: Int, nextAnalysis: Int)] = [:]
+
+    /// The zones whose counts are kept (see ``maximumZones``).
+    var zonesCounted: Int { inserted.count }
     /// Set once the login role turned out neither to own the tables (`ANALYZE` is their
     /// owner's) nor to be allowed the owner's `stratus_analyze()`.
     var mayNotAnalyze = false
@@ -28,6 +36,7 @@ struct StatisticsSchedule: Sendable {
     mutating func note(_ counts: [Int64: Int]) -> Bool {
         var due = false
         for (zone, added) in counts where added > 0 {
+            if inserted[zone] == nil && inserted.count >= Self.maximumZones { forgetSmallZones() }
             var entry = inserted[zone] ?? (0, Self.firstAnalysis)
             entry.count += added
             if entry.count >= entry.nextAnalysis {
@@ -37,6 +46,13 @@ struct StatisticsSchedule: Sendable {
             inserted[zone] = entry
         }
         return due && !mayNotAnalyze
+    }
+
+    /// Makes room for another zone: the zones that have not yet reached their first analysis
+    /// go (a small zone plans well enough without one), or, when every zone has, all of them.
+    private mutating func forgetSmallZones() {
+        inserted = inserted.filter { $0.value.count >= Self.firstAnalysis }
+        if inserted.count >= Self.maximumZones / 2 { inserted.removeAll() }
     }
 }
 
