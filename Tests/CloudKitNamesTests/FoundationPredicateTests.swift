@@ -60,6 +60,45 @@ import Testing
         }
     }
 
+    @Test func argumentsCastToCVarArgQueryAsTheirValues() async throws {
+        try await TemporaryStore.with { store in
+            let database = try CKContainer(identifier: "iCloud.com.example.tasks", storePath: store.path(), userName: "ada").privateCloudDatabase
+            let list = CKRecord(recordType: "List", recordID: CKRecord.ID(recordName: "groceries"))
+            _ = try await database.save(list)
+            let start = Date(timeIntervalSince1970: 1_700_000_000)
+            for (offset, title) in ["Milk", "Bread", "Eggs"].enumerated() {
+                let task = CKRecord(recordType: "Task")
+                task["title"] = title as CKRecordValue
+                task["due"] = start.addingTimeInterval(Double(offset) * 86_400) as CKRecordValue
+                task["done"] = (offset == 1) as CKRecordValue
+                task["place"] = CLLocation(latitude: 52.52 + Double(offset), longitude: 13.405)
+                if offset < 2 { task["list"] = CKRecord.Reference(recordID: list.recordID, action: .none) }
+                _ = try await database.save(task)
+            }
+            func titles(_ predicate: NSPredicate) async throws -> [String] {
+                let query = CKQuery(recordType: "Task", predicate: predicate)
+                query.sortDescriptors = [NSSortDescriptor(key: "title", ascending: true)]
+                let (results, _) = try await database.records(matching: query)
+                return try results.map { try $0.1.get()["title"] as? String ?? "" }
+            }
+            // Written as CloudKit code writes them for Apple's platforms, casts and all.
+            #expect(try await titles(NSPredicate(format: "due > %@", start as CVarArg)) == ["Bread", "Eggs"])
+            #expect(try await titles(NSPredicate(format: "due <= %@", NSDate(timeIntervalSince1970: 1_700_000_000) as CVarArg)) == ["Milk"])
+            #expect(try await titles(NSPredicate(format: "done == %@", NSNumber(value: true) as CVarArg)) == ["Bread"])
+            #expect(try await titles(NSPredicate(format: "title IN %@", ["Milk", "Eggs", "Tea"] as CVarArg)) == ["Eggs", "Milk"])
+            #expect(try await titles(NSPredicate(format: "title IN %@", Set(["Bread"]) as CVarArg)) == ["Bread"])
+            #expect(try await titles(NSPredicate(format: "list == %@", list.recordID as CVarArg)) == ["Bread", "Milk"])
+            #expect(try await titles(NSPredicate(format: "list == %@", CKRecord.Reference(recordID: list.recordID, action: .none) as CVarArg)) == ["Bread", "Milk"])
+            #expect(try await titles(NSPredicate(format: "list == %@", list as CVarArg)) == ["Bread", "Milk"])
+            let berlin = CLLocation(latitude: 52.52, longitude: 13.405)
+            #expect(try await titles(NSPredicate(format: "distanceToLocation:fromLocation:(place, %@) < %f", berlin as CVarArg, 50.0)) == ["Milk"])
+        }
+        // A format prints such a value's description, as Foundation prints an object's.
+        let noon = Date(timeIntervalSince1970: 43_200)
+        #expect(String(format: "%@ | %@ | %@", noon as CVarArg, ["a", "b"] as CVarArg, CKRecord.ID(recordName: "groceries") as CVarArg)
+            == "\(noon) | [\"a\", \"b\"] | \(CKRecord.ID(recordName: "groceries"))")
+    }
+
     @Test func formatPredicatesEvaluateRecordsAsQueriesMatchThem() {
         let note = CKRecord(recordType: "Note")
         note["title"] = "Bread" as CKRecordValue
