@@ -113,6 +113,51 @@ struct SharingCLITests {
         }
     }
 
+    @Test("a share's JSON exports back as it came (a role or status this version does not know, members left out), and one without a URL token keeps the one it got: importing either again changes nothing", arguments: TestEngine.all)
+    func shareJSONComesBackAsItCame(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let alice = try await cli.container(user: "alice").userRecordID().recordName
+            let zone = #""zoneID":{"zoneName":"Shared","ownerRecordName":"\#(alice)"}"#
+            let participants = [
+                #"{"participantId":"p1","userIdentity":{"userRecordName":"\#(alice)"},"type":"OWNER","acceptanceStatus":"ACCEPTED","permission":"READ_WRITE"}"#,
+                #"{"participantId":"p2","userIdentity":{"userRecordName":"_11111111111111111111111111111111","hasiCloudAccount":true},"type":"ADMINISTRATOR","acceptanceStatus":"ACCEPTED","permission":"READ_WRITE"}"#,
+                #"{"participantId":"p3","userIdentity":{"userRecordName":"_22222222222222222222222222222222"},"type":"USER","acceptanceStatus":"REQUESTED","permission":"NONE"}"#,
+            ]
+            let shares = [
+                #"{"recordName":"with-roles","recordType":"cloudkit.share","recordChangeTag":"k1","fields":{},\#(zone),"publicPermission":"NONE","participants":[\#(participants.joined(separator: ","))],"shortGUID":"0aBcD"}"#,
+                #"{"recordName":"no-participants","recordType":"cloudkit.share","recordChangeTag":"k2","fields":{},\#(zone),"publicPermission":"NONE","shortGUID":"0aBcE"}"#,
+                #"{"recordName":"no-token","recordType":"cloudkit.share","recordChangeTag":"k3","fields":{},\#(zone),"publicPermission":"NONE","participants":[\#(participants[0])]}"#,
+            ]
+            // A CloudKit answer: what it leaves out (here the creation) stays left out.
+            let input = try cli.file("shares.json", #"{"records":["# + shares.joined(separator: ",") + "]}")
+            let arguments = ["import", input, "--keep-system-records", "--create-zones", "--database", "private", "--user", "alice"]
+            let first = try await cli.run(arguments)
+            #expect(first.exitCode == 0 && first.stderr.contains("imported 3, updated 0, unchanged 0"), "\(first)")
+            let exported = try await cli.run(["export", "--type", "cloudkit.share", "--database", "private", "--zone", "Shared", "--user", "alice"])
+            var lines = try JSONLine.objects(exported.stdout)
+            lines.sort { ($0["recordName"] as? String ?? "") < ($1["recordName"] as? String ?? "") }
+            #expect(lines.count == 3, "\(exported)")
+            let token = try #require(lines.first { $0["recordName"] as? String == "no-token" }?["shortGUID"] as? String)
+            #expect(token.count == 32, "a share without a token is given one")
+            // Every share exports equal in JSON value to its input (the token given aside).
+            for (input, output) in zip(shares.sorted(), lines) {
+                var expected = try #require(try JSONSerialization.jsonObject(with: Data(input.utf8)) as? NSDictionary) as! [String: Any]
+                if expected["recordName"] as? String == "no-token" { expected["shortGUID"] = token }
+                #expect(NSDictionary(dictionary: output).isEqual(to: expected), "\(output)\nexpected \(expected)")
+            }
+            let database = try cli.container(user: "alice").privateCloudDatabase
+            let share = try #require(try await database.record(for: Record.ID(recordName: "with-roles", zoneID: RecordZone.ID(zoneName: "Shared"))) as? Share)
+            #expect(share.participants.map(\.role) == [.owner, .administrator, .privateUser] && share.participants[2].acceptanceStatus == .unknown)
+            for run in 2...3 {
+                let again = try await cli.run(arguments)
+                #expect(again.exitCode == 0 && again.stderr.contains("imported 0, updated 0, unchanged 3"), "run \(run): \(again)")
+            }
+            let exportedAgain = try await cli.run(["export", "--type", "cloudkit.share", "--database", "private", "--zone", "Shared", "--user", "alice"])
+            #expect(exportedAgain.stdout == exported.stdout)
+        }
+    }
+
     @Test("a participant reads a zone shared with them from the tool, naming its owner with --zone-owner as zones list prints it, and leaves it with zones delete; the owner's records stay", arguments: TestEngine.all)
     func participantFromTheTool(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

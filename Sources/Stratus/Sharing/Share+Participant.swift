@@ -29,6 +29,11 @@ extension Share {
         case unknown = 0
         /// The user who shares (one per share).
         case owner = 1
+        /// A user the owner made an administrator of the share (CloudKit's, since iOS 16): in
+        /// CloudKit also one who manages its participants. Stratus keeps the role and gives
+        /// the shared records as the participant's permission says; only the owner changes
+        /// the share's participants.
+        case administrator = 2
         /// A user the owner invited.
         case privateUser = 3
         /// A user who joined through the share's public URL.
@@ -71,6 +76,10 @@ extension Share {
         /// ```
         public let userIdentity: UserIdentity
         private let state: Mutex<State>
+        /// The entry of the share's JSON this participant was read from: what it does not
+        /// change is written back as the entry said it (a role or status this version does not
+        /// know, a member left out), so a share read and saved again loses nothing.
+        let origin: StoredParticipant?
 
         struct State {
             var role: ParticipantRole
@@ -90,11 +99,13 @@ extension Share {
         public init(userIdentity: UserIdentity) {
             self.userIdentity = userIdentity
             state = Mutex(State(role: .privateUser, acceptanceStatus: .pending, permission: .readOnly, participantID: UUID().uuidString))
+            origin = nil
         }
 
-        init(userIdentity: UserIdentity, state: State) {
+        init(userIdentity: UserIdentity, state: State, origin: StoredParticipant? = nil) {
             self.userIdentity = userIdentity
             self.state = Mutex(state)
+            self.origin = origin
         }
 
         /// A user joining a public share through its URL: accepted, with the share's public

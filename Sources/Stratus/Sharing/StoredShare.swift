@@ -46,7 +46,8 @@ struct StoredShare: Equatable, Sendable {
     /// they are what `stored` read from it.
     func write(into extras: inout Record.JSONExtras, unchangedFrom stored: StoredShare?) {
         extras.members[Self.publicPermissionMember] = Self.encode(Self.name(of: publicPermission))
-        if stored?.participants != participants || extras.members[Self.participantsMember] == nil {
+        // A share whose JSON named no participants, and still has none, is written without them.
+        if stored?.participants != participants || (extras.members[Self.participantsMember] == nil && !participants.isEmpty) {
             writeParticipants(into: &extras)
         }
         extras.members[Self.shortGUIDMember] = shortGUID.map { Self.encode($0) }
@@ -176,6 +177,7 @@ struct StoredShare: Equatable, Sendable {
         switch role {
         case .unknown: "UNKNOWN"
         case .owner: "OWNER"
+        case .administrator: "ADMINISTRATOR"
         case .privateUser: "USER"
         case .publicUser: "PUBLIC_USER"
         }
@@ -184,6 +186,7 @@ struct StoredShare: Equatable, Sendable {
     static func role(named name: String) -> Share.ParticipantRole {
         switch name {
         case "OWNER": .owner
+        case "ADMINISTRATOR": .administrator
         case "USER": .privateUser
         case "PUBLIC_USER": .publicUser
         default: .unknown
@@ -252,9 +255,20 @@ struct StoredParticipant: Codable, Equatable, Sendable {
 }
 
 extension Share.Participant {
-    /// The participant as a share record's JSON holds it.
+    /// The participant as a share record's JSON holds it. One read from such JSON keeps its
+    /// entry's text where the participant did not change: a role or acceptance this version
+    /// reads as `unknown` (`"REQUESTED"`), an identity without `hasiCloudAccount`, an entry
+    /// without `participantId`.
     var stored: StoredParticipant {
         let state = snapshot
+        if let origin {
+            var entry = origin
+            let read = Self.state(of: origin)
+            if state.role != read.role { entry.type = StoredShare.name(of: state.role) }
+            if state.acceptanceStatus != read.acceptanceStatus { entry.acceptanceStatus = StoredShare.name(of: state.acceptanceStatus) }
+            if state.permission != read.permission { entry.permission = StoredShare.name(of: state.permission) }
+            return entry
+        }
         let identity = userIdentity
         let lookup = identity.lookupInfo.map {
             StoredParticipant.Lookup(emailAddress: $0.emailAddress, phoneNumber: $0.phoneNumber, userRecordName: $0.userRecordID?.recordName)
@@ -266,6 +280,15 @@ extension Share.Participant {
                                 nameComponents: identity.nameComponents.map(\.cloudKitParts), hasiCloudAccount: identity.hasiCloudAccount))
     }
 
+    /// The role, acceptance and permission a share's JSON entry gives (`unknown` for a name
+    /// this version does not know, or none); `participantID` is the entry's, or new.
+    private static func state(of entry: StoredParticipant) -> State {
+        State(role: entry.type.map(StoredShare.role(named:)) ?? .unknown,
+              acceptanceStatus: entry.acceptanceStatus.map(StoredShare.status(named:)) ?? .unknown,
+              permission: entry.permission.map(StoredShare.permission(named:)) ?? .unknown,
+              participantID: entry.participantId ?? UUID().uuidString)
+    }
+
     /// A participant read from a share record's JSON.
     convenience init(stored: StoredParticipant) {
         let identity = stored.userIdentity
@@ -275,9 +298,6 @@ extension Share.Participant {
         let userRecordID = identity?.userRecordName.map { Record.ID(recordName: $0) }
         self.init(userIdentity: UserIdentity(userRecordID: userRecordID, lookupInfo: lookup, nameComponents: identity?.nameComponents.map(PersonNameComponents.init(cloudKitParts:)),
                                              hasiCloudAccount: identity?.hasiCloudAccount ?? (userRecordID != nil)),
-                  state: State(role: stored.type.map(StoredShare.role(named:)) ?? .unknown,
-                               acceptanceStatus: stored.acceptanceStatus.map(StoredShare.status(named:)) ?? .unknown,
-                               permission: stored.permission.map(StoredShare.permission(named:)) ?? .unknown,
-                               participantID: stored.participantId ?? UUID().uuidString))
+                  state: Self.state(of: stored), origin: stored)
     }
 }
