@@ -45,7 +45,7 @@ enum StandardOutput {
 
 /// Writes messages to stderr, best effort: a message that cannot be written is dropped (a full
 /// disk under the log must not stop a job or hide its exit code). Control characters other
-/// than newline are shown escaped (`\u{1B}`, `\u{D}`, `\u{9}`): messages quote names and values
+/// than newline and tab are shown escaped (`\u{1B}`, `\u{D}`): messages quote names and values
 /// from untrusted input, and raw escape sequences would drive the reader's terminal. The
 /// progress line's own return and erase go apart from the text (`terminalControl`).
 /// Passwords are never shown: every URL's password is hidden, and so is the password of a
@@ -84,11 +84,10 @@ enum StandardError {
         }
     }
 
-    /// C0 and C1 control characters and DEL, but for newline (the tool's messages write none of
-    /// their own tabs: a tab is a quoted name's, which a log should show as it is).
+    /// C0 and C1 control characters and DEL, but for newline and tab.
     private static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
-        case 0x0A: false
+        case 0x0A, 0x09: false
         case 0x00...0x1F, 0x7F...0x9F: true
         default: false
         }
