@@ -2,10 +2,13 @@ import CoreLocation
 import Foundation
 import Stratus
 
+// On Apple's platforms these are `CVarArg`s already, and `_CVarArgObject` does not exist.
+#if !_runtime(_ObjC)
+
 // CloudKit code passes predicate arguments as `CVarArg`s, and often casts them so:
 // `NSPredicate(format: "modificationDate > %@", lastSync as CVarArg)`. On Apple's platforms
-// every Foundation object is a `CVarArg`, and a `Date`, an array or a `CKRecord.ID` becomes
-// one by bridging; on Linux only strings and numbers are, so those casts would not compile.
+// every Foundation object is a `CVarArg`, and a `Date` or a `CKRecord.ID` becomes one by
+// bridging; on Linux only strings and numbers are, so those casts would not compile.
 // Under `import CloudKit` the values CloudKit predicates take are `CVarArg`s too: the
 // predicate reads the value itself, and `String(format:)` prints its description for `%@`, as
 // Foundation prints an object's. As Linux's Foundation does for a `String`, each is handed to
@@ -41,23 +44,7 @@ extension NSNumber: @retroactive CVarArg, @retroactive _CVarArgObject {
     public var _cVarArgEncoding: [Int] { describedArgumentEncoding(self) }
 }
 
-/// `names as CVarArg`: a list for `IN`, or a list field's value (see `Date`'s).
-///
-/// ```swift
-/// import CloudKit
-///
-/// let chosen = NSPredicate(format: "title IN %@", ["Milk", "Eggs"] as CVarArg)
-/// ```
-extension Array: @retroactive CVarArg, @retroactive _CVarArgObject {
-    public var _cVarArgObject: CVarArg { NSString(string: String(describing: self)) }
-    public var _cVarArgEncoding: [Int] { describedArgumentEncoding(self) }
-}
 
-/// `Set(names) as CVarArg`, a list for `IN` (see `Date`'s).
-extension Set: @retroactive CVarArg, @retroactive _CVarArgObject {
-    public var _cVarArgObject: CVarArg { NSString(string: String(describing: self)) }
-    public var _cVarArgEncoding: [Int] { describedArgumentEncoding(self) }
-}
 
 /// `recordID as CVarArg`, as a predicate argument (see `Date`'s).
 ///
@@ -94,3 +81,4 @@ extension CLLocation: CVarArg, _CVarArgObject {
     public var _cVarArgObject: CVarArg { NSString(string: String(describing: self)) }
     public var _cVarArgEncoding: [Int] { describedArgumentEncoding(self) }
 }
+#endif
