@@ -18,7 +18,7 @@ struct StatisticsSchedule: Sendable {
 
     /// Zones whose counts are kept at most: a service that lives for months and writes into a
     /// zone per user would otherwise keep an entry for every zone it ever wrote. A zone
-    /// forgotten starts counting again, which at worst costs one analysis more or one later.
+    /// forgotten starts counting again from its first step (1,000), so the largest are kept.
     static let maximumZones = 4_096
 
     /// Records this engine inserted into each zone (by its row), and the count at which the
@@ -49,10 +49,14 @@ struct StatisticsSchedule: Sendable {
     }
 
     /// Makes room for another zone: the zones that have not yet reached their first analysis
-    /// go (a small zone plans well enough without one), or, when every zone has, all of them.
+    /// go (a small zone plans well enough without one), and when most have, all but the
+    /// largest quarter.
     private mutating func forgetSmallZones() {
         inserted = inserted.filter { $0.value.count >= Self.firstAnalysis }
-        if inserted.count >= Self.maximumZones / 2 { inserted.removeAll() }
+        if inserted.count >= Self.maximumZones / 2 {
+            let largest = inserted.sorted { $0.value.count > $1.value.count }.prefix(Self.maximumZones / 4)
+            inserted = Dictionary(uniqueKeysWithValues: largest.map { ($0.key, $0.value) })
+        }
     }
 }
 

@@ -35,12 +35,15 @@ struct StatisticsScheduleTests {
         let (at3000, at4000) = (schedule.note([0: 1_000]), schedule.note([0: 1_000]))
         #expect(!at3000 && at4000)
 
-        // Zones that all reached an analysis are forgotten together when room is needed.
+        // When every zone reached an analysis, the largest quarter is kept to make room.
         var grown = StatisticsSchedule()
         var allDue = true
-        for zone in 1...Int64(StatisticsSchedule.maximumZones) { allDue = grown.note([zone: 1_000]) && allDue }
+        for zone in 1...Int64(StatisticsSchedule.maximumZones) { allDue = grown.note([zone: zone == 7 ? 1_000_000 : 1_000]) && allDue }
         let newDue = grown.note([-1: 10])
         #expect(allDue && !newDue)
-        #expect(grown.zonesCounted == 1)
+        #expect(grown.zonesCounted == StatisticsSchedule.maximumZones / 4 + 1)
+        // The largest zone kept its step: due next at 1,024,000, not after 1,000 more.
+        let (soon, atStep) = (grown.note([7: 1_000]), grown.note([7: 23_000]))
+        #expect(!soon && atStep)
     }
 }
