@@ -587,8 +587,11 @@ extension EngineConformance {
             let text = try #require(extras.members["participants"])
             var entries = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
             for index in entries.indices { entries[index]["acceptanceStatus"] = "ACCEPTED" }
-            entries.append(["participantId": "carol", "type": "USER", "acceptanceStatus": "ACCEPTED", "permission": "READ_WRITE",
-                            "userIdentity": ["userRecordName": carolName]])
+            // Carol's entry, once: a save of the forged share before stored it already.
+            if !entries.contains(where: { $0["participantId"] as? String == "carol" }) {
+                entries.append(["participantId": "carol", "type": "USER", "acceptanceStatus": "ACCEPTED", "permission": "READ_WRITE",
+                                "userIdentity": ["userRecordName": carolName]])
+            }
             // Members of CloudKit's that Stratus does not read, which a restore keeps.
             for index in entries.indices { entries[index]["orgUser"] = false; entries[index]["cloudKitLater"] = ["kept": 1] }
             extras.members["participants"] = String(decoding: try JSONSerialization.data(withJSONObject: entries), as: UTF8.self)

@@ -187,6 +187,8 @@ extension Share {
 
     /// The same rule for a participant as a share's stored JSON holds it (the share index).
     static func effectivePermission(role: ParticipantRole, permission: ParticipantPermission, publicPermission: ParticipantPermission) -> ParticipantPermission? {
+        // A participant with no permission (or one this version does not know) reaches nothing.
+        guard permission == .readOnly || permission == .readWrite else { return nil }
         guard role == .publicUser else { return permission }
         switch publicPermission {
         case .none, .unknown: return nil

@@ -52,9 +52,12 @@ struct ShareInvitation {
 
     var isOwner: Bool { reaching.sharedOwner == me }
 
-    /// The caller's participant in the share, unless removed.
+    /// The caller's participant in the share: invited (pending) or accepted. A removed one, or
+    /// one in a state this version does not know (a later CloudKit's request to join), is none.
     var participant: Share.Participant? {
-        share.participants.first { $0.role != .owner && $0.userIdentity.userRecordID?.recordName == me && $0.acceptanceStatus != .removed }
+        share.participants.first {
+            $0.role != .owner && $0.userIdentity.userRecordID?.recordName == me && ($0.acceptanceStatus == .pending || $0.acceptanceStatus == .accepted)
+        }
     }
 
     private var notInvited: StratusError {

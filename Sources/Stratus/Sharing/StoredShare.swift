@@ -257,12 +257,14 @@ struct StoredParticipant: Codable, Equatable, Sendable {
 extension Share.Participant {
     /// The participant as a share record's JSON holds it. One read from such JSON keeps its
     /// entry's text where the participant did not change: a role or acceptance this version
-    /// reads as `unknown` (`"REQUESTED"`), an identity without `hasiCloudAccount`, an entry
-    /// without `participantId`.
+    /// reads as `unknown` (`"REQUESTED"`), an identity without `hasiCloudAccount`. An entry
+    /// without `participantId` gets the one it was read with.
     var stored: StoredParticipant {
         let state = snapshot
         if let origin {
             var entry = origin
+            // An entry read without an ID keeps the one it was given, so that it stays the same.
+            entry.participantId = origin.participantId ?? state.participantID
             let read = Self.state(of: origin)
             if state.role != read.role { entry.type = StoredShare.name(of: state.role) }
             if state.acceptanceStatus != read.acceptanceStatus { entry.acceptanceStatus = StoredShare.name(of: state.acceptanceStatus) }
