@@ -117,8 +117,9 @@ struct ShareRules {
             share.shortGUID = StoredShare.newShortGUID()
             if let root = share.rootRecordName { linkedRoots[Record.ID(recordName: root, zoneID: id.zoneID)] = id.recordName }
         }
-        // The owner a new share names locally is "the current user": the store names them.
-        if let user = context.userRecordName {
+        // The owner a new share names locally is "the current user": the store names them. A
+        // participant's save (accepting, leaving) is not the owner's: it names no owner.
+        if context.sharedOwner == nil, let user = context.userRecordName {
             for (index, participant) in share.participants.enumerated() where participant.type == "OWNER" && participant.userIdentity?.userRecordName == CurrentUserDefaultName {
                 share.participants[index].userIdentity?.userRecordName = user
                 share.participants[index].userIdentity?.lookupInfo?.userRecordName = user
