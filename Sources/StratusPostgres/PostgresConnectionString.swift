@@ -148,7 +148,7 @@ public enum PostgresConnectionString {
             for parameter in tail[tail.index(after: question)...].split(separator: "&") {
                 let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 let key = String(pair[0])
-                if (key.removingPercentEncoding ?? key).lowercased() == "password", pair.count == 2 { secrets.append(String(pair[1])) }
+                if isSecret(key.removingPercentEncoding ?? key), pair.count == 2 { secrets.append(String(pair[1])) }
             }
         }
         return secrets.filter { !$0.isEmpty }
@@ -211,7 +211,7 @@ public enum PostgresConnectionString {
         let parameters = rest[rest.index(after: questionMark)...].split(separator: "&", omittingEmptySubsequences: false)
         result += parameters.map { parameter -> String in
             let key = parameter.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            return (key.removingPercentEncoding ?? key).lowercased() == "password" ? "\(key)=***" : String(parameter)
+            return isSecret(key.removingPercentEncoding ?? key) ? "\(key)=***" : String(parameter)
         }.joined(separator: "&")
         return result
     }
@@ -277,7 +277,7 @@ public enum PostgresConnectionString {
                     if c == "\\", i < characters.count { value.append(characters[i]); i += 1; continue }
                     if c == "'" { closed = true; break }
                 }
-                if !closed && key.lowercased() == "password" { return result + "***" }
+                if !closed && isSecret(key) { return result + "***" }
             } else {
                 while i < characters.count, !characters[i].isWhitespace {
                     let c = characters[i]
@@ -285,8 +285,15 @@ public enum PostgresConnectionString {
                     if c == "\\", i < characters.count { value.append(characters[i]); i += 1 }
                 }
             }
-            result += key.lowercased() == "password" ? "***" : value
+            result += isSecret(key) ? "***" : value
         }
+    }
+
+    /// Whether a connection parameter holds a secret: the password, and the passphrase of
+    /// the client's SSL key (`sslpassword`).
+    private static func isSecret(_ key: String) -> Bool {
+        let key = key.lowercased()
+        return key == "password" || key == "sslpassword"
     }
 
     private static let unreserved = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")

@@ -364,6 +364,10 @@ struct PostgresConnectionStringTests {
         ("postgresql://app@db1/x?password=secret&sslmode=require", "postgresql://app@db1/x?password=***&sslmode=require"),
         ("postgresql://db1,db2:5433/x?user=app&PASSWORD=secret", "postgresql://db1,db2:5433/x?user=app&PASSWORD=***"),
         ("postgresql:///x?host=/tmp/s", "postgresql:///x?host=/tmp/s"),
+        // The passphrase of the client's SSL key is a secret too.
+        ("postgresql://app@db1/x?sslpassword=secret&sslmode=require", "postgresql://app@db1/x?sslpassword=***&sslmode=require"),
+        ("postgresql://app@db1/x?SSL%70assword=secret", "postgresql://app@db1/x?SSL%70assword=***"),
+        ("host=db1 sslpassword=secret dbname=x", "host=db1 sslpassword=*** dbname=x"),
         ("host=db1 password=secret dbname=x", "host=db1 password=*** dbname=x"),
         ("host=db1 password = 'se cr\\'et' dbname=x", "host=db1 password = *** dbname=x"),
         ("password='unterminated secret", "password=***"),
