@@ -44,8 +44,6 @@ extension NSNumber: @retroactive CVarArg, @retroactive _CVarArgObject {
     public var _cVarArgEncoding: [Int] { describedArgumentEncoding(self) }
 }
 
-
-
 /// `recordID as CVarArg`, as a predicate argument (see `Date`'s).
 ///
 /// ```swift

@@ -54,6 +54,13 @@ struct StoredShare: Equatable, Sendable {
         extras.members[Self.rootRecordNameMember] = rootRecordName.map { Self.encode($0) }
     }
 
+    /// A share's URL token is the store's (``ShareRules`` gives every save of a share the
+    /// stored one): `extras` of a save whose JSON left it out, as a client's create request
+    /// does, take the stored token, so that saving such input again changes nothing.
+    static func keepStoredToken(of stored: Record.JSONExtras, in extras: inout Record.JSONExtras) {
+        if extras.members[shortGUIDMember] == nil { extras.members[shortGUIDMember] = stored.members[shortGUIDMember] }
+    }
+
     /// Writes the URL token alone into `extras`.
     func writeShortGUID(into extras: inout Record.JSONExtras) {
         extras.members[Self.shortGUIDMember] = shortGUID.map { Self.encode($0) }

@@ -315,12 +315,7 @@ enum RecordWriteRules {
         } else {
             merged.fields = incoming.fields
         }
-        // A share's URL token is the store's (ShareRules gives a save the stored one): a save
-        // whose JSON left it out, as a client's create request does, keeps it, so saving such
-        // input again changes nothing.
-        if existing != nil, save.record.recordType == Record.SystemType.share, merged.members[StoredShare.shortGUIDMember] == nil {
-            merged.members[StoredShare.shortGUIDMember] = stored.members[StoredShare.shortGUIDMember]
-        }
+        if existing != nil, save.record.recordType == Record.SystemType.share { StoredShare.keepStoredToken(of: stored, in: &merged) }
         let creationSource = existing != nil ? stored : incoming
         let modificationSource = keep ? incoming : Record.JSONExtras()
         merged.createdMembers = existing != nil || keep ? creationSource.createdMembers : [:]
