@@ -10,7 +10,7 @@ import Foundation
 /// - records: in its private databases anything; in the public database new records it
 ///   creates itself, and changes and deletions of records it created or whose type's grants
 ///   let it write (`_world`, `_icloud`, `_creator` or a custom role the directory gives it,
-///   CloudKit's defaults for a type without grants), and of records a `.deleteSelf`
+///   CloudKit's defaults for a type made without naming grants), and of records a `.deleteSelf`
 ///   reference ties to a record that is gone (cascades);
 /// - a record's words, `.deleteSelf` references and asset references: only for records it
 ///   last wrote, and deleted for records that are gone;
@@ -257,7 +257,9 @@ enum PostgresRowSecurity {
             -- Stored as checked: jsonb keeps a repeated key's last value, Stratus's reader its first.
             new_schema := NEW.schema::jsonb;
             NEW.schema := new_schema::text;
-            IF coalesce(new_schema -> 'grants', '{}'::jsonb) IS DISTINCT FROM coalesce(stored::jsonb -> 'grants', '{}'::jsonb) THEN
+            -- A schema without grants has the type's defaults ('{}' grants nothing).
+            IF coalesce(new_schema -> 'grants', CASE WHEN NEW.record_type = '\(RecordTypeUserRecord)' THEN '\(SQL.usersGrants)' ELSE '\(SQL.defaultGrants)' END::jsonb)
+               IS DISTINCT FROM coalesce(stored::jsonb -> 'grants', CASE WHEN NEW.record_type = '\(RecordTypeUserRecord)' THEN '\(SQL.usersGrants)' ELSE '\(SQL.defaultGrants)' END::jsonb) THEN
                 RAISE EXCEPTION 'role % may not change the grants of record type %: grants, indexes and production schemas are changed by the role that owns the tables (run schema deploy or schema import as that role)', CURRENT_USER, NEW.record_type USING ERRCODE = '42501';
             END IF;
             -- A type every reader decodes: Stratus's form, each field once, with a type Stratus knows.
@@ -529,7 +531,8 @@ enum PostgresRowSecurity {
             return "{" + grants.map { "\"\($0.key.name)\": \($0.value.rawValue)" }.joined(separator: ", ") + "}"
         }
 
-        /// CloudKit's defaults for a type without grants, as its schema would store them.
+        /// CloudKit's defaults for a type made without naming grants, which its schema stores
+        /// as no `grants` key (`{}`: a type that grants nothing).
         static var defaultGrants: String {
             let grants = RecordTypeSchema.publicDatabaseGrants.sorted { $0.key.name < $1.key.name }
             return "{" + grants.map { "\"\($0.key.name)\": \($0.value.rawValue)" }.joined(separator: ", ") + "}"
@@ -538,8 +541,8 @@ enum PostgresRowSecurity {
         /// The record `row` (a `records` row in the public database) is one the type's grants let
         /// the connected role do `permission` with: through `_world`, `_icloud` or a custom role
         /// the container's directory gives its login, or, with `creator`, through `_creator` on
-        /// a record it created. A type without grants has CloudKit's defaults (the `Users` type
-        /// CloudKit's grants for it, also before a schema stores it).
+        /// a record it created. A type stored without a `grants` key, or not stored, has CloudKit's
+        /// defaults (the `Users` type CloudKit's grants for it); one stored with `{}` grants nothing.
         func granted(_ permission: RecordPermissions, row: String, creator: Bool) -> String {
             let p = permission.rawValue
             let bits = { (role: String) in "coalesce((x.g ->> \(role))::int, 0)" }
@@ -547,7 +550,7 @@ enum PostgresRowSecurity {
                 EXISTS (SELECT 1 FROM \(schema).zones z
                     JOIN \(schema).user_directory d ON d.container = split_part(z.container, chr(31), 1) AND d.login = CURRENT_USER::text
                     LEFT JOIN \(schema).record_types t ON t.container = z.container AND t.record_type = \(row).record_type
-                    CROSS JOIN LATERAL (SELECT coalesce(nullif(t.schema::jsonb -> 'grants', '{}'::jsonb),
+                    CROSS JOIN LATERAL (SELECT coalesce(t.schema::jsonb -> 'grants',
                         CASE WHEN \(row).record_type = '\(RecordTypeUserRecord)' THEN '\(Self.usersGrants)'::jsonb ELSE '\(Self.defaultGrants)'::jsonb END) AS g) x
                     WHERE z.zone_id = \(row).zone_id
                     AND (((\(bits("'_world'")) | \(bits("'_icloud'"))) & \(p)) <> 0\(creator ? "\n        OR (\(row).created_by = d.user_record_name AND (\(bits("'_creator'")) & \(p)) <> 0)" : "")

@@ -88,8 +88,12 @@ import Foundation
 /// tombstone's `left_roots` (the hierarchies its record was in), a column added by `ALTER
 /// TABLE … IF NOT EXISTS`; its row-level security lets an accepted participant's role read the
 /// moves and tombstones its zone changes hand it, never another share's; the upgrade applies it.
+///
+/// Version 19 changes no table: a record type stored with `"grants": {}` grants nothing (a
+/// schema file's type without `GRANT` lines, as in CloudKit), where its row-level security gave
+/// it CloudKit's defaults; no key still means the defaults. The upgrade applies the policies again.
 enum PostgresSchema {
-    static let version = 18
+    static let version = 19
     /// The version whose `ix_` indexes hold declared values only.
     static let declaredValueIndexVersion = 11
     /// The version the share index came with; stores below it have their shares indexed.
@@ -97,7 +101,7 @@ enum PostgresSchema {
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
-    static let rowSecurityVersion = 18
+    static let rowSecurityVersion = 19
     /// The version the asset step brought.
     static let assetStoreVersion = 3
     /// The version whose index entries are bounded (prefixes of long strings and words).

@@ -94,7 +94,7 @@ struct ChangesCronCLITests {
             let source = try await cli.newStore("source"), mirror = try await cli.newStore("mirror")
             func note(_ name: String, _ title: String) -> String { #"{"recordName":"\#(name)","recordType":"Note","fields":{"title":{"value":"\#(title)","type":"STRING"}}}"# + "\n" }
             // A value stored without a type, which the schema reads as a DOUBLE: the mirror must too.
-            let schema = try cli.file("notes.ckdb", "DEFINE SCHEMA RECORD TYPE Note (title STRING, score DOUBLE);")
+            let schema = try cli.file("notes.ckdb", "DEFINE SCHEMA RECORD TYPE Note (title STRING, score DOUBLE, GRANT WRITE TO \"_creator\", GRANT CREATE TO \"_icloud\", GRANT READ TO \"_world\");")
             #expect(try await cli.run(["schema", "import", schema, "--store", source]).exitCode == 0)
             let untyped = #"{"recordName":"scored","recordType":"Note","fields":{"title":{"value":"s","type":"STRING"},"score":{"value":3}}}"# + "\n"
             #expect(try await cli.run(["import", "--store", source, "--user", "alice"], stdin: untyped).exitCode == 0)

@@ -239,7 +239,7 @@ struct CloudKitFixtureCLITests {
     func numberTypedValues(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
-            let schema = try await cli.run(["schema", "import", try cli.file("shortcuts.ckdb", "DEFINE SCHEMA RECORD TYPE Shortcut (color NUMBER PREFERRED AS INT64, name STRING);")])
+            let schema = try await cli.run(["schema", "import", try cli.file("shortcuts.ckdb", "DEFINE SCHEMA RECORD TYPE Shortcut (color NUMBER PREFERRED AS INT64, name STRING, GRANT WRITE TO \"_creator\", GRANT CREATE TO \"_icloud\", GRANT READ TO \"_world\");")])
             #expect(schema.exitCode == 0, "\(schema)")
             let body = """
                 {"records":[

@@ -171,7 +171,7 @@ struct CodecRoundTripCLITests {
     func untypedNumbersInNumberFields(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
-            let schema = "DEFINE SCHEMA\n    RECORD TYPE Reading (\n        value NUMBER PREFERRED AS INT64\n    );\n"
+            let schema = "DEFINE SCHEMA\n    RECORD TYPE Reading (\n        value NUMBER PREFERRED AS INT64,\n        GRANT WRITE TO \"_creator\", GRANT CREATE TO \"_icloud\", GRANT READ TO \"_world\"\n    );\n"
             let imported = try await cli.run(["schema", "import", try cli.file("reading.ckdb", schema)])
             #expect(imported.exitCode == 0, "\(imported)")
             let lines = [
@@ -194,7 +194,7 @@ struct CodecRoundTripCLITests {
     func bareNumberFields(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
-            let schema = "DEFINE SCHEMA\n    RECORD TYPE Reading (\n        value NUMBER QUERYABLE SORTABLE,\n        series LIST<NUMBER>\n    );\n"
+            let schema = "DEFINE SCHEMA\n    RECORD TYPE Reading (\n        value NUMBER QUERYABLE SORTABLE,\n        series LIST<NUMBER>,\n        GRANT WRITE TO \"_creator\", GRANT CREATE TO \"_icloud\", GRANT READ TO \"_world\"\n    );\n"
             let imported = try await cli.run(["schema", "import", try cli.file("reading.ckdb", schema)])
             #expect(imported.exitCode == 0, "\(imported)")
             let lines = [

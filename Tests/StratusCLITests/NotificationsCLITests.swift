@@ -146,7 +146,7 @@ struct NotificationsCLITests {
         let fixture = try NotificationFixture(engine)
         let options = fixture.options()
         let schema = fixture.folder.url("item.ckdb")
-        try Data("DEFINE SCHEMA RECORD TYPE Item (due TIMESTAMP QUERYABLE, owner REFERENCE QUERYABLE, n INT64 QUERYABLE);".utf8).write(to: schema)
+        try Data("DEFINE SCHEMA RECORD TYPE Item (due TIMESTAMP QUERYABLE, owner REFERENCE QUERYABLE, n INT64 QUERYABLE, GRANT WRITE TO \"_creator\", GRANT CREATE TO \"_icloud\", GRANT READ TO \"_world\");".utf8).write(to: schema)
         #expect(try await fixture.run(stratus, ["schema", "import", schema.path] + options).exitCode == 0)
         for (id, condition) in [("early", "due < '2025-01-01'"), ("mine", "owner == 'user-1'")] {
             let created = try await fixture.run(stratus, ["subscriptions", "create", id, "--type", "Item", "--where", condition, "--on", "create"] + options)

@@ -82,7 +82,10 @@ struct RolesCLITests {
                     );
                     RECORD TYPE Post (
                         "___recordID" REFERENCE QUERYABLE,
-                        text STRING
+                        text STRING,
+                        GRANT WRITE TO "_creator",
+                        GRANT CREATE TO "_icloud",
+                        GRANT READ TO "_world"
                     );
                 """
             #expect(try await cli.run(["schema", "import", try cli.file("diary.ckdb", schema)]).exitCode == 0)
@@ -103,6 +106,27 @@ struct RolesCLITests {
             #expect(anonymous.exitCode == 0 && anonymous.stdoutLines.count == 2 && anonymous.stderr.contains("left out 1"), "\(anonymous)")
             let alice = try await cli.run(["changes", "--token-file", store.path("alice.token"), "--user", "alice"])
             #expect(alice.exitCode == 0 && alice.stdoutLines.count == 3 && !alice.stderr.contains("left out"), "\(alice)")
+        }
+    }
+
+    @Test("a schema file's type without GRANT lines grants nothing, as CloudKit's schema language says: the public database refuses its records, the private one takes them, and it exports without GRANT lines", arguments: TestEngine.all)
+    func typeWithoutGrantsGrantsNothing(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let file = try cli.file("wallet.ckdb", "DEFINE SCHEMA\n    RECORD TYPE WalletBackup (\n        network STRING\n    );\n")
+            #expect(try await cli.run(["schema", "import", file]).exitCode == 0)
+            let exported = try await cli.run(["schema", "export"])
+            let walletType = exported.stdout.components(separatedBy: "RECORD TYPE WalletBackup").last ?? ""
+            #expect(exported.exitCode == 0 && !(walletType.components(separatedBy: ");").first ?? "GRANT").contains("GRANT"), "\(exported.stdout)")
+            let diff = try await cli.run(["schema", "diff", file])
+            #expect(diff.exitCode == 0, "the file and the store agree: \(diff)")
+
+            let input = Self.record("b1", "WalletBackup", "main")
+            let refused = try await cli.run(["import", try cli.file("in.ndjson", input), "--user", "alice"])
+            #expect(refused.exitCode == 1 && refused.stderr.contains("it grants nothing"), "\(refused)")
+            let privately = try await cli.run(["import", try cli.file("in.ndjson", input), "--user", "alice", "--database", "private", "--quiet"])
+            #expect(privately.exitCode == 0, "\(privately)")
+            #expect(try await cli.run(["get", "b1", "--user", "alice", "--database", "private"]).stdout.contains("main"))
         }
     }
 
@@ -137,7 +161,10 @@ struct RolesCLITests {
                     );
                     RECORD TYPE Post (
                         "___recordID" REFERENCE QUERYABLE,
-                        text STRING
+                        text STRING,
+                        GRANT WRITE TO "_creator",
+                        GRANT CREATE TO "_icloud",
+                        GRANT READ TO "_world"
                     );
                 """
             #expect(try await cli.run(["schema", "import", try cli.file("forum.ckdb", schema)]).exitCode == 0)

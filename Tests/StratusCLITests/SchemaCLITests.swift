@@ -211,7 +211,8 @@ struct SchemaCLITests {
             // At the limits, what is imported exports to a file that reads back: the system
             // fields and the Users type every export writes are not counted.
             let widest = "DEFINE SCHEMA\n" + (0..<1_000).map { "RECORD TYPE T\($0) (f STRING);\n" }.joined()
-                + "RECORD TYPE Wide (\n    \"___createTime\" TIMESTAMP SORTABLE,\n" + (0..<1_000).map { "    f\($0) STRING" }.joined(separator: ",\n") + "\n);\n"
+                + "RECORD TYPE Wide (\n    \"___createTime\" TIMESTAMP SORTABLE,\n" + (0..<1_000).map { "    f\($0) STRING" }.joined(separator: ",\n")
+                + ",\n    GRANT WRITE TO \"_creator\", GRANT CREATE TO \"_icloud\", GRANT READ TO \"_world\"\n);\n"
             let imported = try await cli.run(["schema", "import", try cli.file("widest.ckdb", widest.replacingOccurrences(of: "RECORD TYPE T999 (f STRING);\n", with: ""))])
             #expect(imported.exitCode == 0, "\(imported)")
             let exported = try await cli.run(["schema", "export"])

@@ -9,6 +9,7 @@ extension EngineConformance {
         TestCase("roles: public defaults (_world read, _icloud create, _creator write) for a creator, another user, a custom role and no user", defaultRoleMatrix),
         TestCase("roles: _creator-only READ restricts queries and fetches to one's own records, change feeds per record", creatorOnlyReads),
         TestCase("roles: a custom role with per-type grants, given by the user directory", customRoleMatrix),
+        TestCase("roles: a type that grants nothing (a schema file's type without GRANT lines) is unusable in the public database, usable in the private one", typeGrantingNothing),
         TestCase("roles: a caller with no user reads what _world may and nothing else (notAuthenticated)", anonymousCaller),
         TestCase("identities: user record names are _ and 32 hex digits, stable, per container and login; creator fields carry them", userRecordNames),
         TestCase("identities: a directory entry maps a login onto an imported owner's record name; record names are unique", directoryMapsLogins),
@@ -49,6 +50,24 @@ extension EngineConformance {
 
     private static func fetchCode(_ name: String, as database: Database) async throws -> StratusError.Code? {
         errorCode(try await database.records(for: [Record.ID(recordName: name)])[Record.ID(recordName: name)])
+    }
+
+    static func typeGrantingNothing(_ env: Environment) async throws {
+        var diary = RecordTypeSchema(recordType: "Diary", grants: [:])
+        diary.addField("text", type: .string)
+        try await env.container().saveSchema(diary)
+        #expect(try await env.container().schema().recordType("Diary")?.grants.isEmpty == true, "stored as granting nothing, not as CloudKit's defaults")
+        let alice = env.container(user: "alice")
+        let refused = stratusError(await caughtError { try await alice.publicCloudDatabase.save(makeRecord("Diary", "d1", ["text": .string("x")])) })
+        #expect(refused?.code == .permissionFailure)
+        #expect(refused?.message.contains("it grants nothing") == true, "\(String(describing: refused))")
+        #expect(await saveCode(makeRecord("Diary", "d1", ["text": .string("x")]), in: env.anonymousContainer().publicCloudDatabase) == .notAuthenticated)
+        #expect(await caughtError { _ = try await TestDatabase.queryAll(Query(recordType: "Diary"), in: alice.publicCloudDatabase) } != nil, "nobody may read it")
+        #expect(try await TestDatabase.exists("d1", in: env.container().publicCloudDatabase) == false)
+
+        // Grants are the public database's: the private database uses the type.
+        try await alice.privateCloudDatabase.save(makeRecord("Diary", "d1", ["text": .string("dear diary")]))
+        #expect(try await alice.privateCloudDatabase.record(for: Record.ID(recordName: "d1"))["text"] as? String == "dear diary")
     }
 
     static func defaultRoleMatrix(_ env: Environment) async throws {

@@ -54,7 +54,7 @@ struct SchemaPolicyTests {
         try Container.checkIdentifier("iCloud.com.example.app")
     }
 
-    static func item(_ fields: [RecordTypeSchema.Field], grants: [SecurityRole: RecordPermissions] = [:]) -> RecordTypeSchema {
+    static func item(_ fields: [RecordTypeSchema.Field], grants: [SecurityRole: RecordPermissions]? = nil) -> RecordTypeSchema {
         RecordTypeSchema(recordType: "Item", fields: fields, grants: grants)
     }
 
@@ -80,7 +80,7 @@ struct SchemaPolicyTests {
             "- Item.old BYTES",
             "~ Item.rank INT64 -> rank STRING",
             "~ Item.title STRING QUERYABLE -> title STRING QUERYABLE SORTABLE",
-            "~ Item grants (public defaults) -> _world: READ",
+            "~ Item grants _creator: WRITE; _icloud: CREATE; _world: READ -> _world: READ",
         ])
         #expect(changes.filter(\.isDestructive).map(\.description) == ["- RECORD TYPE Gone", "- Item.old BYTES", "~ Item.rank INT64 -> rank STRING"])
         #expect(after.changes(to: after).isEmpty)
@@ -96,7 +96,9 @@ struct SchemaPolicyTests {
             "+ Item.scores LIST<NUMBER PREFERRED AS INT64>", "+ Item.secrets LIST<ENCRYPTED STRING>", "+ Item.tags LIST<STRING>",
         ])
 
-        // Grants spelled as CloudKit's defaults are the defaults: no change.
+        // Grants spelled as CloudKit's defaults are the defaults: no change; granting nothing is one.
+        #expect(ContainerSchema(recordTypes: [Self.item([])]).changes(to: ContainerSchema(recordTypes: [Self.item([], grants: [:])])).map(\.description)
+                == ["~ Item grants _creator: WRITE; _icloud: CREATE; _world: READ -> (none: not usable in the public database)"])
         let spelled = ContainerSchema(recordTypes: [Self.item([], grants: RecordTypeSchema.publicDatabaseGrants)])
         #expect(ContainerSchema(recordTypes: [Self.item([])]).changes(to: spelled).isEmpty)
         #expect(spelled.changes(to: ContainerSchema(recordTypes: [Self.item([])])).isEmpty)
@@ -150,6 +152,7 @@ struct SchemaPolicyTests {
             #expect(error.message.contains("field 'title' of Item is STRING QUERYABLE in production and ENCRYPTED STRING in development"), "\(error.message)")
         }
         #expect(throws: StratusError.self) { try ContainerSchema().checkKeeps(production, for: "deploy") }
-        #expect(RecordTypeSchema(recordType: "Item").grants.isEmpty, "a type without grants has CloudKit's public defaults")
+        #expect(RecordTypeSchema(recordType: "Item").grants == RecordTypeSchema.publicDatabaseGrants, "a type made without naming grants has CloudKit's public defaults")
+        #expect(RecordTypeSchema(recordType: "Users").grants == ContainerSchema.defaultUsersRecordType.grants)
     }
 }

@@ -183,13 +183,10 @@ struct SchemaLanguageSyntaxTests {
                     "___modTime"    TIMESTAMP SORTABLE,
                     "___modifiedBy" REFERENCE SORTABLE,
                     "___recordID"   REFERENCE QUERYABLE,
-                    name            STRING,
-                    GRANT WRITE TO "_creator",
-                    GRANT CREATE TO "_icloud",
-                    GRANT READ TO "_world"
+                    name            STRING
                 );
 
-            """))
+            """), "a type declared without GRANT lines grants nothing, and is written without them")
         for system in SystemField.allCases {
             #expect(SystemField(cloudKitName: system.cloudKitName) == system)
         }
@@ -385,12 +382,19 @@ struct SchemaModelTests {
         let old = #"{"compoundIndexes":[{"equalityFields":["list"],"sortField":"createdAt"}],"fields":[{"indexes":3,"name":"createdAt","type":"TIMESTAMP"}],"recordType":"Todo"}"#
         let decoded = try JSONDecoder().decode(RecordTypeSchema.self, from: Data(old.utf8))
         #expect(decoded.fields == [.init("createdAt", type: .timestamp, indexes: [.queryable, .sortable])])
-        #expect(decoded.grants.isEmpty && decoded.compoundIndexes.count == 1)
+        #expect(decoded.grants == RecordTypeSchema.publicDatabaseGrants && decoded.compoundIndexes.count == 1, "stored without grants: CloudKit's defaults")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         #expect(String(decoding: try encoder.encode(decoded), as: UTF8.self) == old)
 
+        var grantingNothing = decoded
+        grantingNothing.grants = [:]
+        let grantingNothingJSON = String(decoding: try encoder.encode(grantingNothing), as: UTF8.self)
+        #expect(grantingNothingJSON.contains(#""grants":{}"#), "\(grantingNothingJSON)")
+        #expect(try JSONDecoder().decode(RecordTypeSchema.self, from: Data(grantingNothingJSON.utf8)).grants.isEmpty)
+
         var full = decoded
+        full.grants = [:]
         full.addField("secret", type: .bytes, isEncrypted: true)
         full.fields.append(.init("amount", type: .double, isNumber: true))
         full.grant([.read, .write], to: "editor")
@@ -418,9 +422,11 @@ struct SchemaModelTests {
         // What the schema language cannot write is refused, so that every schema exports to a file that reads back.
         invalid([.init("n", type: .int64, isEncrypted: true, isNumber: true)], "an encrypted NUMBER")
         invalid([.init("n", type: .doubleList, isEncrypted: true, isNumber: true, namesPreferredType: false)], "an encrypted bare NUMBER list")
-        #expect(throws: StratusError.self, "grants that permit nothing") {
-            try RecordTypeSchema(recordType: "T", grants: [SecurityRole("editor"): [], .world: []]).validate()
-        }
+        // Grants that permit nothing are no grants: written without GRANT lines, read back equal.
+        let permitsNothing = RecordTypeSchema(recordType: "T", grants: [SecurityRole("editor"): [], .world: []])
+        try permitsNothing.validate()
+        #expect(permitsNothing == RecordTypeSchema(recordType: "T", grants: [:]))
+        #expect(try SchemaReader().read(SchemaWriter().text(for: ContainerSchema(roles: ["editor"], recordTypes: [permitsNothing]))).recordType("T") == permitsNothing)
         try RecordTypeSchema(recordType: "T", grants: [SecurityRole("editor"): [], .world: .read]).validate()
         // A bare NUMBER has one form, whatever placeholder type it is given.
         #expect(RecordTypeSchema.Field("n", type: .double, isNumber: true, namesPreferredType: false)

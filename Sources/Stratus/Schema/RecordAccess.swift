@@ -18,8 +18,8 @@ struct RecordAccess: Sendable {
     private let isAdministrator: Bool
 
     /// The access of `context`'s caller to records of the type `schema` describes (or of a type
-    /// without a schema). A type that grants nothing has CloudKit's public defaults
-    /// (``RecordTypeSchema/publicDatabaseGrants``).
+    /// without a schema, which has CloudKit's defaults, ``RecordTypeSchema/publicDatabaseGrants``).
+    /// A type that grants nothing is unusable in the public database, as in CloudKit.
     ///
     /// The `Users` type is CloudKit's: a `Users` schema that grants nothing (a hand-written
     /// `RECORD TYPE Users (nickname STRING)`) has the `Users` type's own grants, and no grant
@@ -98,7 +98,11 @@ struct RecordAccess: Sendable {
     /// Who may do `permission` on the type, for messages.
     private func holderText(_ permission: RecordPermissions) -> String {
         let roles = holders.filter { $0.value.contains(permission) }.keys.sorted().map(\.name)
-        let who = roles.isEmpty ? "no role" : roles.joined(separator: ", ")
+        // The usual cause: a schema file whose type has no GRANT lines, which CloudKit also
+        // leaves unusable in the public database.
+        let who = roles.isEmpty
+            ? (holders.values.allSatisfy(\.isEmpty) ? "no role (it grants nothing, as a schema's type without GRANT lines; grant to _world, _icloud or _creator in the schema, or use the private database)" : "no role")
+            : roles.joined(separator: ", ")
         return userRecordName == nil ? "the type grants \(permission) to \(who), and the caller is not signed in" : "the type grants \(permission) to \(who)"
     }
 

@@ -2,7 +2,9 @@ import Foundation
 
 // Stores keep schemas as this JSON. Keys added after the first version are optional on reading
 // and left out when they hold their default, so schemas stored before them decode, and a
-// schema that uses none of them encodes as it always did.
+// schema that uses none of them encodes as it always did. `grants` is left out when it holds
+// CloudKit's defaults for the type, which is what a schema without the key always had; a type
+// that grants nothing is stored as `"grants": {}`.
 
 extension RecordTypeSchema: Codable {
     private enum CodingKeys: String, CodingKey {
@@ -14,8 +16,11 @@ extension RecordTypeSchema: Codable {
         recordType = try container.decode(String.self, forKey: .recordType)
         fields = try container.decode([Field].self, forKey: .fields)
         compoundIndexes = try container.decodeIfPresent([CompoundIndex].self, forKey: .compoundIndexes) ?? []
-        let grantsByName = try container.decodeIfPresent([String: RecordPermissions].self, forKey: .grants) ?? [:]
-        grants = Dictionary(uniqueKeysWithValues: grantsByName.map { (SecurityRole($0.key), $0.value) })
+        if let grantsByName = try container.decodeIfPresent([String: RecordPermissions].self, forKey: .grants) {
+            grants = Dictionary(uniqueKeysWithValues: grantsByName.map { (SecurityRole($0.key), $0.value) })
+        } else {
+            grants = Self.defaultGrants(forRecordType: recordType)
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -23,7 +28,7 @@ extension RecordTypeSchema: Codable {
         try container.encode(recordType, forKey: .recordType)
         try container.encode(fields, forKey: .fields)
         try container.encode(compoundIndexes, forKey: .compoundIndexes)
-        if !grants.isEmpty {
+        if grants != Self.defaultGrants(forRecordType: recordType) {
             try container.encode(Dictionary(uniqueKeysWithValues: grants.map { ($0.key.name, $0.value) }), forKey: .grants)
         }
     }

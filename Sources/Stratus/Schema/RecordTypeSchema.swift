@@ -48,7 +48,10 @@ public struct RecordTypeSchema: Hashable, Sendable {
     /// Indexes over several fields, for queries that filter on some and sort by another.
     public var compoundIndexes: [CompoundIndex]
     /// What each security role may do with records of this type in the public database.
-    /// A role that is not listed may do nothing; CloudKit merges several grants to one role.
+    /// A role that is not listed may do nothing, and a type that grants nothing is unusable
+    /// there, as a schema file's type without `GRANT` lines is in CloudKit; a type made without
+    /// naming grants (in Swift, or by development as records are saved) has CloudKit's defaults
+    /// (``defaultGrants(forRecordType:)``). CloudKit merges several grants to one role.
     public var grants: [SecurityRole: RecordPermissions]
 
 /// A record type's schema, as `RECORD TYPE` declares it in CloudKit's schema language.
@@ -59,14 +62,17 @@ public struct RecordTypeSchema: Hashable, Sendable {
 ///     .init("createdAt", type: .timestamp, indexes: [.sortable]),
 /// ])
 /// ```
+    ///
+    /// Without `grants`, the type has the grants CloudKit gives the types it makes
+    /// (``defaultGrants(forRecordType:)``); pass `[:]` for a type the public database may not use.
     public init(
         recordType: String, fields: [Field] = [], compoundIndexes: [CompoundIndex] = [],
-        grants: [SecurityRole: RecordPermissions] = [:]
+        grants: [SecurityRole: RecordPermissions]? = nil
     ) {
         self.recordType = recordType
         self.fields = fields
         self.compoundIndexes = compoundIndexes
-        self.grants = grants
+        self.grants = grants ?? Self.defaultGrants(forRecordType: recordType)
     }
 
     /// A field, its type and its indexes.
@@ -195,9 +201,19 @@ public struct RecordTypeSchema: Hashable, Sendable {
         grants[role, default: []].formUnion(permissions)
     }
 
-    /// The grants CloudKit's documentation gives a type used in the public database: its
-    /// creator may write, signed-in users may create, everyone may read.
+    /// The grants CloudKit gives a type it makes (in the dashboard, or as development saves a
+    /// record of a new type): its creator may write, signed-in users may create, everyone may read.
     public static let publicDatabaseGrants: [SecurityRole: RecordPermissions] = [.creator: .write, .authenticated: .create, .world: .read]
+
+    /// The grants CloudKit gives the type `recordType` when it makes it: those of `Users`
+    /// (``ContainerSchema/defaultUsersRecordType``) for `Users`, else ``publicDatabaseGrants``.
+    ///
+    /// ```swift
+    /// RecordTypeSchema.defaultGrants(forRecordType: "Note")[.world]   // .read
+    /// ```
+    public static func defaultGrants(forRecordType recordType: String) -> [SecurityRole: RecordPermissions] {
+        recordType == ContainerSchema.usersRecordType ? ContainerSchema.defaultUsersRecordType.grants : publicDatabaseGrants
+    }
 
     /// Names of the fields whose words `self CONTAINS` searches through the index.
     public var searchableFields: [String] { fields.filter { $0.indexes.contains(.searchable) }.map(\.name) }
@@ -296,11 +312,6 @@ public struct RecordTypeSchema: Hashable, Sendable {
         }
         for role in grants.keys {
             try role.validate()
-        }
-        // The schema language writes a grant only as what it permits: grants that permit nothing
-        // would be written as no grant at all, which reads back as CloudKit's defaults.
-        if !grants.isEmpty && grants.values.allSatisfy(\.isEmpty) {
-            throw StratusError(.invalidArguments, "the grants of \(recordType) permit nothing to any role (\(grants.keys.map(\.name).sorted().joined(separator: ", "))), which the schema language cannot write (no GRANT line means CloudKit's defaults); grant READ, CREATE or WRITE to some role")
         }
     }
 }

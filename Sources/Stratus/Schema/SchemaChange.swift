@@ -65,7 +65,8 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static func text(_ grants: [SecurityRole: RecordPermissions]) -> String {
-        grants.isEmpty ? "(public defaults)" : grants.keys.sorted().map { "\($0.name): \(grants[$0]!)" }.joined(separator: "; ")
+        let granting = grants.filter { !$0.value.isEmpty }
+        return granting.isEmpty ? "(none: not usable in the public database)" : granting.keys.sorted().map { "\($0.name): \(granting[$0]!)" }.joined(separator: "; ")
     }
 }
 
@@ -93,10 +94,8 @@ extension ContainerSchema {
                 if Set(old.compoundIndexes) != Set(new.compoundIndexes) {
                     changes.append(.compoundIndexesChanged(recordType: name, from: old.compoundIndexes, to: new.compoundIndexes))
                 }
-                // No grants means CloudKit's defaults: spelling them out (as every cktool export
-                // does) changes nothing.
                 if old.effectiveGrants != new.effectiveGrants {
-                    changes.append(.grantsChanged(recordType: name, from: old.grants, to: new.grants))
+                    changes.append(.grantsChanged(recordType: name, from: old.effectiveGrants, to: new.effectiveGrants))
                 }
             case (nil, nil): break
             }
@@ -137,10 +136,12 @@ extension ContainerSchema {
 }
 
 extension RecordTypeSchema {
-    /// The grants that apply: the declared ones, or CloudKit's defaults when none are declared
-    /// (those of `Users` for `Users`), as ``RecordAccess`` applies them.
+    /// The grants that apply, as ``RecordAccess`` applies them: the roles that may do something
+    /// (a role granted nothing is as good as one not named). `Users` is CloudKit's own type: one
+    /// declared without grants has CloudKit's grants for it.
     package var effectiveGrants: [SecurityRole: RecordPermissions] {
-        guard grants.isEmpty else { return grants }
-        return recordType == ContainerSchema.usersRecordType ? ContainerSchema.defaultUsersRecordType.grants : RecordTypeSchema.publicDatabaseGrants
+        let granting = grants.filter { !$0.value.isEmpty }
+        if granting.isEmpty && recordType == ContainerSchema.usersRecordType { return ContainerSchema.defaultUsersRecordType.grants }
+        return granting
     }
 }

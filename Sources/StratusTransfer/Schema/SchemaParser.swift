@@ -131,7 +131,9 @@ struct SchemaParser {
         }
         typePositions[name] = start
         fieldsInType = 0
-        var type = RecordTypeSchema(recordType: name)
+        // CloudKit: "Unless your schema explicitly grants permissions, a type has no security
+        // privileges available in the PUBLIC database."
+        var type = RecordTypeSchema(recordType: name, grants: [:])
         var fieldPositions: [String: Int] = [:]
         try expectPunctuation("(", "'(' after the record type name")
         if token.isPunctuation(")") {

@@ -115,12 +115,6 @@ public struct SchemaReader: Sendable {
     private func read(bytes: [UInt8]) throws -> ContainerSchema {
         var parser = try SchemaParser(bytes: bytes, limits: limits)
         var schema = try parser.parse()
-        // CloudKit's exports spell out the defaults a type has without grants (and so does
-        // SchemaWriter): read back, they are the defaults, as a type made without grants has.
-        for index in schema.recordTypes.indices where schema.recordTypes[index].recordType != ContainerSchema.usersRecordType
-            && schema.recordTypes[index].grants == RecordTypeSchema.publicDatabaseGrants {
-            schema.recordTypes[index].grants = [:]
-        }
         if includesUsersRecordType { schema.includeUsersRecordType() }
         schema.includeShareFields()
         return schema

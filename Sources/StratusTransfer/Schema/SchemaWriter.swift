@@ -81,8 +81,8 @@ public struct SchemaWriter: Sendable {
             let options = SchemaLanguage.options.filter { column.indexes.contains($0.indexes) }.map { " " + $0.name }.joined()
             return name + String(repeating: " ", count: width - name.count + 1) + column.type + options
         }
-        // Spelled out when the type declares none, as CloudKit's exports always spell them.
-        for (role, permissions) in type.effectiveGrants.sorted(by: { $0.key < $1.key }) where !permissions.isEmpty {
+        // A type that grants nothing gets no GRANT line, which reads back as granting nothing.
+        for (role, permissions) in type.effectiveGrants.sorted(by: { $0.key < $1.key }) {
             items.append("GRANT \(permissions) TO \(SchemaLanguage.quoted(role.name))")
         }
         return "    RECORD TYPE \(SchemaLanguage.quoted(type.recordType)) (\n"
