@@ -265,21 +265,24 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
                 continue
             }
             let whole = !changes.moreComing
-            if listing { listed.formUnion(changes.modifications.map(\.zoneID)) }
+            // CloudKit's default zone keeps no change history, so its engine never fetches it: a
+            // delegate written for custom zones would take records other code keeps there for its own.
+            let modifications = changes.modifications.filter { !$0.zoneID.isDefault }
+            if listing { listed.formUnion(modifications.map(\.zoneID)) }
             state.stored.withLock { stored in
                 for deletion in changes.deletions {
                     stored.zoneIDsWithUnfetchedServerChanges.removeAll { $0 == deletion.zoneID }
                     stored.setToken(nil, for: deletion.zoneID)
                 }
-                for modification in changes.modifications where !stored.zoneIDsWithUnfetchedServerChanges.contains(modification.zoneID) {
+                for modification in modifications where !stored.zoneIDsWithUnfetchedServerChanges.contains(modification.zoneID) {
                     stored.zoneIDsWithUnfetchedServerChanges.append(modification.zoneID)
                 }
                 if !listing || whole { stored.databaseToken = changes.changeToken }
                 stored.needsUpdateEvent = true
             }
             token = changes.changeToken
-            if !changes.modifications.isEmpty || !changes.deletions.isEmpty {
-                await emit(.fetchedDatabaseChanges(Event.FetchedDatabaseChanges(modifications: changes.modifications, deletions: changes.deletions)))
+            if !modifications.isEmpty || !changes.deletions.isEmpty {
+                await emit(.fetchedDatabaseChanges(Event.FetchedDatabaseChanges(modifications: modifications, deletions: changes.deletions)))
             }
             if whole && listing { await reportZonesLeftOut(of: listed) }
             await emitStateUpdateIfNeeded()
