@@ -230,8 +230,10 @@ struct DeleteCommand: Command {
             progress.finish(
                 // A matched record not found when its batch came was deleted since: by a
                 // .deleteSelf cascade of an earlier batch of this run, or by another writer.
-                (stopped ? "stopped by an error: " : "") + "deleted \(Progress.grouped(summary.deleted)), already gone \(Progress.grouped(summary.notFound)) (a .deleteSelf cascade of this run, or another writer), failed \(Progress.grouped(summary.failed))",
-                json: ["deleted": summary.deleted, "notFound": summary.notFound, "failed": summary.failed])
+                (stopped ? "stopped by an error: " : "") + "deleted \(Progress.grouped(summary.deleted)), already gone \(Progress.grouped(summary.notFound)) (a .deleteSelf cascade of this run, or another writer), failed \(Progress.grouped(summary.failed))"
+                    + (summary.failedInEarlierRuns > 0 ? " (and \(Progress.grouped(summary.failedInEarlierRuns)) in earlier runs)" : ""),
+                json: ["deleted": summary.deleted, "notFound": summary.notFound, "failed": summary.failed]
+                    .merging(summary.failedInEarlierRuns > 0 ? ["failedInEarlierRuns": summary.failedInEarlierRuns] : [:]) { $1 })
         }
         let summary: RecordDeleter.Summary
         do {
@@ -248,7 +250,7 @@ struct DeleteCommand: Command {
         if summary.end == .cancelled { Interruption.logStopped("delete", done: "deleted", checkpointPath: checkpointPath) }
         finish(summary)
         switch summary.end {
-        case .finished: return summary.failed == 0 ? .success : .someFailed
+        case .finished: return summary.failed + summary.failedInEarlierRuns == 0 ? .success : .someFailed
         case .cancelled: return ExitCode.stopped(by: Interruption.signal)
         }
     }

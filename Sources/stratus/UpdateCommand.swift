@@ -138,11 +138,15 @@ struct UpdateCommand: Command {
         progress.finish(line(summary), json: json(summary))
         switch summary.end {
         case .finished:
-            return summary.failed == 0 ? .success : .someFailed
+            return summary.failed + summary.failedInEarlierRuns == 0 ? .success : .someFailed
         case .cancelled:
             return ExitCode.stopped(by: Interruption.signal)
         case .failureLimitReached:
-            throw CommandFailure(.dataError, "stopped after \(summary.failed) failed records (--max-errors \(maxErrors ?? 0)); nothing after that batch was written")
+            if summary.matched == 0 && summary.failedInEarlierRuns > (maxErrors ?? 0) {
+                throw CommandFailure(.dataError, "the earlier runs of the checkpoint \(checkpointPath ?? "") failed \(Progress.grouped(summary.failedInEarlierRuns)) records, more than --max-errors \(maxErrors ?? 0) allows: nothing more was updated; to go on past them, run again with a larger --max-errors (the limit counts the whole job's failures), or remove the checkpoint to start over")
+            }
+            let earlier = summary.failedInEarlierRuns > 0 ? ", counting \(Progress.grouped(summary.failedInEarlierRuns)) failed by the earlier runs of this checkpoint" : ""
+            throw CommandFailure(.dataError, "stopped after \(Progress.grouped(summary.failed + summary.failedInEarlierRuns)) failed records\(earlier) (--max-errors \(maxErrors ?? 0)); nothing after that batch was written")
         }
     }
 
@@ -156,11 +160,14 @@ struct UpdateCommand: Command {
         if dryRun {
             return "dry run: would update \(Progress.grouped(summary.updated)), unchanged \(Progress.grouped(summary.unchanged)), failed \(Progress.grouped(summary.failed)), nothing written"
         }
-        return "updated \(Progress.grouped(summary.updated)), unchanged \(Progress.grouped(summary.unchanged)), failed \(Progress.grouped(summary.failed))"
+        let earlier = summary.failedInEarlierRuns > 0 ? " (and \(Progress.grouped(summary.failedInEarlierRuns)) in earlier runs)" : ""
+        return "updated \(Progress.grouped(summary.updated)), unchanged \(Progress.grouped(summary.unchanged)), failed \(Progress.grouped(summary.failed))\(earlier)"
     }
 
     private func json(_ summary: RecordUpdater.Summary) -> [String: Int] {
         if dryRun { return ["matched": summary.matched, "wouldUpdate": summary.updated, "unchanged": summary.unchanged, "failed": summary.failed] }
-        return ["matched": summary.matched, "updated": summary.updated, "unchanged": summary.unchanged, "failed": summary.failed]
+        var fields = ["matched": summary.matched, "updated": summary.updated, "unchanged": summary.unchanged, "failed": summary.failed]
+        if summary.failedInEarlierRuns > 0 { fields["failedInEarlierRuns"] = summary.failedInEarlierRuns }
+        return fields
     }
 }

@@ -292,10 +292,16 @@ struct UpdateCLITests {
             #expect(cli.read(checkpoint) == saved, "a refused checkpoint is left as it was")
             #expect(try await cli.count("Post", where: "title == 'draft'", extra: ["--store", other]) == 8, "nothing written in the other store")
 
-            // Without --max-errors, the store it was made with finishes after the kept position.
+            // The limit counts the whole job: the same command stops at once.
+            let again = try await cli.run(update)
+            #expect(again.exitCode == 65 && again.stderr.contains("the earlier runs of the checkpoint") && again.stderr.contains("nothing more was updated"), "\(again)")
+            #expect(try await cli.count("Post", where: "title == 'final'") == 5)
+
+            // Without --max-errors, the store it was made with finishes after the kept position,
+            // and the job's failure stays reported: exit 1.
             let resumed = try await cli.run(update.filter { $0 != "--max-errors" && $0 != "0" })
-            #expect(resumed.exitCode == 0, "\(resumed)")
-            #expect(resumed.stderr.contains("updated 2, unchanged 0, failed 0"), "only the records after the position: \(resumed)")
+            #expect(resumed.exitCode == 1, "\(resumed)")
+            #expect(resumed.stderr.contains("updated 2, unchanged 0, failed 0 (and 1 in earlier runs)"), "only the records after the position: \(resumed)")
             #expect(try await cli.count("Post", where: "title == 'final'") == 7)
         }
     }

@@ -49,6 +49,23 @@ struct RecordDeleterTests {
         }
     }
 
+    @Test("a run resumed from a checkpoint reports the records the runs before it failed to delete")
+    func failuresOfEarlierRunsCount() async throws {
+        try await SQLiteFixture.with { fixture in
+            _ = try await TestDatabase.save(makeRecords("Item", count: 5, prefix: "a") { _ in [:] }, in: fixture.container(user: "bob").publicCloudDatabase)
+            let database = fixture.container().publicCloudDatabase
+            _ = try await TestDatabase.save(makeRecords("Item", count: 30, prefix: "b") { _ in [:] }, in: database)
+            let stopping = RecordDeleter(database: database, query: Query(recordType: "Item"), options: Self.options(batchSize: 10))
+            let first = try await stopping.run(checkpoint: PipelineCheckpoint(job: "purge"), failed: { _, _ in stopping.cancel() })
+            #expect(first.end == .cancelled && first.failed == 5, "bob's records: \(first)")
+            let second = try await RecordDeleter(database: database, query: Query(recordType: "Item"), options: Self.options(batchSize: 10))
+                .run(checkpoint: PipelineCheckpoint(job: "purge"))
+            #expect(second.end == .finished && second.failed == 0 && second.failedInEarlierRuns == 5, "\(second)")
+            let left = try await Self.names("Item", in: database)
+            #expect(first.deleted + second.deleted == 30 && left.count == 5, "\(first) \(second) \(left)")
+        }
+    }
+
     @Test("with a checkpoint the run completes and removes its position: the next run with it starts afresh and deletes the new matches")
     func checkpointedRun() async throws {
         try await SQLiteFixture.with { fixture in

@@ -40,6 +40,43 @@ struct RecordUpdaterTests {
         }
     }
 
+    /// Bob's 5 public `Item`s (a0…a4), which alice may not write, sorting before alice's 100 (b000…b099).
+    static func itemsPartlyBobs(_ fixture: SQLiteFixture) async throws -> Database {
+        _ = try await TestDatabase.save(makeRecords("Item", count: 5, prefix: "a") { _ in ["tag": .string("old")] }, in: fixture.container(user: "bob").publicCloudDatabase)
+        let alice = fixture.container().publicCloudDatabase
+        _ = try await TestDatabase.save(makeRecords("Item", count: 100, prefix: "b") { _ in ["tag": .string("old")] }, in: alice)
+        return alice
+    }
+
+    @Test("a run resumed from a checkpoint reports the failures of the runs before it, and --max-errors counts the whole job: a run after the one it stopped stops at once")
+    func failuresOfEarlierRunsCount() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = try await Self.itemsPartlyBobs(fixture)
+            var options = RecordUpdater.Options()
+            options.batchSize = 10
+            func updater(_ options: RecordUpdater.Options) -> RecordUpdater {
+                RecordUpdater(database: database, query: Query(recordType: "Item"), setting: ["tag": .string("new")], options: options)
+            }
+            // Stopped after its first batch, which held bob's five records.
+            let stopping = updater(options)
+            let first = try await stopping.run(checkpoint: PipelineCheckpoint(job: "retag"), failed: { _, _ in stopping.cancel() })
+            #expect(first.end == .cancelled && first.failed == 5 && first.failedInEarlierRuns == 0, "\(first)")
+            let second = try await updater(options).run(checkpoint: PipelineCheckpoint(job: "retag"))
+            #expect(second.end == .finished && second.failed == 0 && second.failedInEarlierRuns == 5, "\(second)")
+            #expect(first.updated + second.updated == 100, "alice's records, each once: \(first) \(second)")
+
+            // The limit: 3 failures; the first batch's 5 (bob's, which still hold the old tag) pass it.
+            options.maximumFailures = 3
+            let limited = try await updater(options).run(checkpoint: PipelineCheckpoint(job: "again"))
+            #expect(limited.end == .failureLimitReached && limited.failed == 5, "\(limited)")
+            let atOnce = try await updater(options).run(checkpoint: PipelineCheckpoint(job: "again"))
+            #expect(atOnce.end == .failureLimitReached && atOnce.matched == 0 && atOnce.updated == 0 && atOnce.failedInEarlierRuns == 5, "\(atOnce)")
+            options.maximumFailures = 10
+            let past = try await updater(options).run(checkpoint: PipelineCheckpoint(job: "again"))
+            #expect(past.end == .finished && past.failed == 0 && past.failedInEarlierRuns == 5, "a larger limit goes on: \(past)")
+        }
+    }
+
     @Test("encrypting: writes the values encrypted")
     func encryptsWhatItIsAsked() async throws {
         try await SQLiteFixture.with { fixture in

@@ -66,3 +66,12 @@ final class PipelineJobTally<Summary: Sendable>: Sendable {
     func update<R: Sendable>(_ body: (inout Summary) -> R) -> R { summary.withLock { body(&$0) } }
     var value: Summary { summary.withLock { $0 } }
 }
+
+extension PipelineCheckpoint {
+    /// The records the store refused in the job's earlier runs, as its batches' transactions
+    /// recorded them (0 for a job the store has no record of).
+    func failuresRecorded(in database: Database) async throws -> Int {
+        let job = self.job
+        return try await database.engineCall { engine, _ in try PipelineJobProgress.failuresRecorded(for: job, in: engine) }
+    }
+}

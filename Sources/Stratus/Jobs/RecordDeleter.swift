@@ -62,6 +62,13 @@ public final class RecordDeleter: Sendable {
         public var notFound = 0
         /// Records the store refused to delete.
         public var failed = 0
+        /// Records the store refused to delete in the earlier runs of the job the checkpoint
+        /// resumes (its batches' transactions counted them).
+        ///
+        /// ```swift
+        /// let jobHadFailures = summary.failed + summary.failedInEarlierRuns > 0
+        /// ```
+        public var failedInEarlierRuns = 0
         /// Why the run ended.
         public var end = End.finished
 
@@ -131,7 +138,11 @@ public final class RecordDeleter: Sendable {
         if options.isDryRun {
             do { try await database.checkWriteAccess() } catch { throw Failure(error: error, summary: Summary()) }
         }
-        let tally = PipelineJobTally(Summary())
+        var start = Summary()
+        if !options.isDryRun, let checkpoint {
+            do { start.failedInEarlierRuns = try await checkpoint.failuresRecorded(in: database) } catch { throw Failure(error: error, summary: Summary()) }
+        }
+        let tally = PipelineJobTally(start)
         let read = QueryOperation(query: query)
         read.zoneID = zoneID ?? .default
         read.fetchAllResults = true

@@ -79,6 +79,13 @@ public final class RecordUpdater: Sendable {
         public var unchanged = 0
         /// Records the store refused (in a dry run: would refuse), each reported once.
         public var failed = 0
+        /// Records the store refused in the earlier runs of the job the checkpoint resumes (its
+        /// batches' transactions counted them): ``Options/maximumFailures`` counts them too.
+        ///
+        /// ```swift
+        /// let jobHadFailures = summary.failed + summary.failedInEarlierRuns > 0
+        /// ```
+        public var failedInEarlierRuns = 0
         /// Why the run ended.
         public var end = End.finished
 
@@ -176,7 +183,16 @@ public final class RecordUpdater: Sendable {
         if options.isDryRun {
             do { try await database.checkWriteAccess() } catch { throw Failure(error: error, summary: Summary()) }
         }
-        let tally = PipelineJobTally(Summary())
+        var start = Summary()
+        if !options.isDryRun, let checkpoint {
+            do { start.failedInEarlierRuns = try await checkpoint.failuresRecorded(in: database) } catch { throw Failure(error: error, summary: Summary()) }
+            // The limit counts the whole job: a run after the one it stopped stops at once.
+            if let maximum = options.maximumFailures, start.failedInEarlierRuns > maximum {
+                start.end = .failureLimitReached
+                return start
+            }
+        }
+        let tally = PipelineJobTally(start)
         let read = QueryOperation(query: query)
         read.zoneID = zoneID ?? .default
         read.fetchAllResults = true
@@ -226,7 +242,7 @@ public final class RecordUpdater: Sendable {
                 failed?(id, error)
                 let passed = tally.update { summary -> Bool in
                     summary.failed += 1
-                    guard let maximum = options.maximumFailures, summary.failed > maximum, summary.end == .finished else { return false }
+                    guard let maximum = options.maximumFailures, summary.failed + summary.failedInEarlierRuns > maximum, summary.end == .finished else { return false }
                     summary.end = .failureLimitReached
                     return true
                 }

@@ -51,10 +51,13 @@ extension DatabaseOperation {
         pipeline.add(self)
         pipeline.start(self)
         var start: PipelinePosition?
+        var failuresBefore = 0
         if let checkpoint {
             if let text = try withRetry({ try engine.jobProgressText(checkpoint.job) }) {
                 do {
-                    start = try PipelinePosition(serialized: text)
+                    let progress = try PipelineJobProgress(text: text)
+                    start = progress.position
+                    failuresBefore = progress.failures
                 } catch let error as StratusError {
                     throw StratusError(.invalidArguments, "the position the store keeps for the pipeline job '\(checkpoint.job)' cannot be read (\(error.message)); remove the job's checkpoint to start over")
                 }
@@ -65,7 +68,7 @@ extension DatabaseOperation {
                 start = entry.position
             }
         }
-        pipeline.begin(checkpoint: checkpoint, engine: engine, startPosition: start)
+        pipeline.begin(checkpoint: checkpoint, engine: engine, startPosition: start, failuresBefore: failuresBefore)
         return start
     }
 
@@ -129,10 +132,14 @@ extension DatabaseOperation {
 
     /// The job and position a writing stage records in the transaction that writes `batch`:
     /// the pipeline's checkpoint job, when the source has positions.
+    /// The recorded text counts the job's failures up to the batch, its own included.
     func jobProgress<Element>(for batch: PipelineBatch<Element>) -> JobProgressEntry? {
         guard let pipeline, let checkpoint = pipeline.checkpoint, let position = batch.position else { return nil }
         pipeline.recordsPositionInStore()
-        return JobProgressEntry(job: checkpoint.job, position: Int64(batch.sequence + 1), text: position.serialized)
+        let sequence = batch.sequence
+        return JobProgressEntry(job: checkpoint.job, position: Int64(sequence + 1), text: position.serialized) { [pipeline] failures in
+            PipelineJobProgress(position: position, failures: pipeline.failuresRecorded(bySequence: sequence, failures)).text
+        }
     }
 }
 

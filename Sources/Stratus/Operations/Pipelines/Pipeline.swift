@@ -48,6 +48,10 @@ final class Pipeline: Sendable {
         var isRecordedInStore = false
         /// The source stopped with more to read (a query's one page): the job is not done.
         var sourceHasMore = false
+        /// The failures the job's earlier runs recorded in the store.
+        var failuresBefore = 0
+        /// The failures each batch's transaction recorded in this run, by sequence.
+        var failuresBySequence: [Int: Int] = [:]
     }
     private let state = Mutex(State())
     /// Serializes saves of the checkpoint store, which happen outside `state`'s lock.
@@ -117,11 +121,23 @@ final class Pipeline: Sendable {
 
     /// The source starts: where its checkpoint is kept, on which database, and the position it
     /// starts after.
-    func begin(checkpoint: PipelineCheckpoint?, engine: any StorageEngine, startPosition: PipelinePosition?) {
+    func begin(checkpoint: PipelineCheckpoint?, engine: any StorageEngine, startPosition: PipelinePosition?, failuresBefore: Int = 0) {
         state.withLock { state in
             state.checkpoint = checkpoint
             state.engine = engine
             state.completedPosition = startPosition
+            state.failuresBefore = failuresBefore
+        }
+    }
+
+    /// The job's failures up to batch `sequence`, whose transaction is recording `failures`:
+    /// the earlier runs' and those of this run's batches before it. A batch's transaction may
+    /// record more than once (retried after a busy store), so its count replaces, never adds.
+    /// A writing stage writes its batches in order, so the batches before it have committed.
+    func failuresRecorded(bySequence sequence: Int, _ failures: Int) -> Int {
+        state.withLock { state in
+            state.failuresBySequence[sequence] = failures
+            return state.failuresBefore + state.failuresBySequence.reduce(0) { $0 + ($1.key <= sequence ? $1.value : 0) }
         }
     }
 
