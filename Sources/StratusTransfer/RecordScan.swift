@@ -43,6 +43,8 @@ struct RecordScan {
     var modifiedOther: [(key: Token, value: Token)] = []
     /// Members of the record Stratus has no place for, kept as they came.
     var otherMembers: [(key: Token, value: Token)] = []
+    /// The keys of ``otherMembers`` once they are many, for finding a repeated one.
+    var otherMemberNames: Set<String> = []
     var parent = Token.none
     /// `"deleted": true`: the item is a deletion (a change feed's tombstone).
     var deletion = Token.none
@@ -73,6 +75,7 @@ struct RecordScan {
         if !createdOther.isEmpty { createdOther.removeAll(keepingCapacity: true) }
         if !modifiedOther.isEmpty { modifiedOther.removeAll(keepingCapacity: true) }
         if !otherMembers.isEmpty { otherMembers.removeAll(keepingCapacity: true) }
+        if !otherMemberNames.isEmpty { otherMemberNames.removeAll() }
         parent = .none
         deletion = .none
         errorCode = .none
@@ -238,9 +241,19 @@ extension JSONCursor {
 
     /// Keeps a member of the record that Stratus has no place for, once.
     private mutating func keepMember(_ key: Token, _ value: Token, _ scan: inout RecordScan) {
-        for (other, _) in scan.otherMembers where sameKey(other, key) {
-            note(key.start, "the key '\(quoted(key))' appears twice")
-            return
+        // A few are compared in place; many (a crafted record) through a set, so that a record
+        // costs time in proportion to its size.
+        if scan.otherMembers.count < 32 {
+            for (other, _) in scan.otherMembers where sameKey(other, key) {
+                note(key.start, "the key '\(quoted(key))' appears twice")
+                return
+            }
+        } else {
+            if scan.otherMemberNames.isEmpty { scan.otherMemberNames = Set(scan.otherMembers.map { string($0.key) }) }
+            guard scan.otherMemberNames.insert(string(key)).inserted else {
+                note(key.start, "the key '\(quoted(key))' appears twice")
+                return
+            }
         }
         scan.otherMembers.append((key, value))
     }

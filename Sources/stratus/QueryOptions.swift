@@ -15,7 +15,7 @@ struct QuerySelection {
     /// The most `--sort` keys a command takes. Each key is a column of the engine's statement
     /// (SQLite allows 2,000 and PostgreSQL 1,664 in all) and a level of its cursor's condition;
     /// predicates have their own limit, ``QueryPredicate/maximumConditions``.
-    static let maximumSortKeys = 100
+    static let maximumSortKeys = Query.maximumSortDescriptors
 
     var recordType: String?
     var predicateText: String?

@@ -30,6 +30,9 @@ struct StratusCommand {
         // Likewise a file size limit (`ulimit -f`): the write fails with EFBIG, said as such
         // (exit 73), instead of a death by signal with a core dump halfway through a batch.
         signal(SIGXFSZ, SIG_IGN)
+        // Foundation turns bytes that are not UTF-8 into U+FFFD: two different file names
+        // would then name the same file, and a message another name than the one given.
+        if let refusal = notUTF8Refusal() { usageFailure(refusal, pointer: "Run 'stratus --help' for the commands.") }
         let words = Array(CommandLine.arguments.dropFirst())
         guard let first = words.first else {
             usageFailure("name a command", pointer: "Run 'stratus --help' for the commands.")
@@ -72,6 +75,20 @@ struct StratusCommand {
             SQLiteEngine.foldLogsOfOpenStores()
         }
         exit(code.rawValue)
+    }
+
+    /// Names the first argument, or `STRATUS_*` variable, whose bytes are not UTF-8.
+    static func notUTF8Refusal() -> String? {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let bytes = CommandLine.unsafeArgv[index], String(validatingCString: bytes) == nil else { continue }
+            let shown = String(decoding: UnsafeBufferPointer(start: UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: strlen(bytes)), as: UTF8.self)
+            return "argument \(index) ('\(shown)', with U+FFFD for each byte that is not UTF-8) is not UTF-8: Stratus reads names and values as UTF-8, and would otherwise read or write another file than the one named; rename the file, or run from a folder whose path is UTF-8"
+        }
+        for name in ["STRATUS_STORE", "STRATUS_READ_STORE", "STRATUS_USER", "STRATUS_ENVIRONMENT"] {
+            guard let bytes = getenv(name), String(validatingCString: bytes) == nil else { continue }
+            return "\(name) is not UTF-8: Stratus reads names as UTF-8, and would otherwise open another store than the one named"
+        }
+        return nil
     }
 
     /// Parses and runs one command, turning every failure into its message and exit code.

@@ -832,6 +832,52 @@ struct BadInputFuzzTests {
         }
     }
 
+    @Test("a query sorting by more keys than a query may have, or a cursor edited to, is refused before it runs (its cost grows without bound)")
+    func tooManySortKeysAreRefused() async throws {
+        try await TemporaryStore.with(prefix: "stratus-cursor-keys") { store in
+            let container = Container(identifier: "com.example.cursor", engine: try SQLiteEngine(path: store.path()), userName: "tester")
+            let database = container.publicCloudDatabase
+            try await TestDatabase.save(makeRecords("Item", count: 5, prefix: "item") { i in ["rank": .int64(Int64(i))] }, in: database)
+            let query = Query(recordType: "Item")
+            query.sortDescriptors = Array(repeating: RecordSortDescriptor(key: "rank"), count: Query.maximumSortDescriptors + 1)
+            let direct = stratusError(await caughtError { _ = try await database.records(matching: query, resultsLimit: 2) })
+            #expect(direct?.code == .invalidArguments && direct?.message.contains("sorts by 101 keys") == true, "\(String(describing: direct))")
+
+            query.sortDescriptors = [RecordSortDescriptor(key: "rank")]
+            let cursor = try #require(try await database.records(matching: query, inZoneWith: .default, resultsLimit: 2).queryCursor)
+            let prefix = String(cursor.serialized.prefix { $0 != "_" }) + "_"
+            var base64 = String(cursor.serialized.dropFirst(prefix.count)).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while base64.count % 4 != 0 { base64 += "=" }
+            let json = try #require(Data(base64Encoded: base64))
+            var object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+            var edited = try #require(object["query"] as? [String: Any])
+            let sortKey = try #require((edited["sortKeys"] as? [Any])?.first)
+            edited["sortKeys"] = Array(repeating: sortKey, count: 101)
+            object["query"] = edited
+            var position = try #require(object["position"] as? [String: Any])
+            let sortValue = try #require((position["sortValues"] as? [Any])?.first)
+            position["sortValues"] = Array(repeating: sortValue, count: 101)
+            object["position"] = position
+            let text = prefix + (try JSONSerialization.data(withJSONObject: object)).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            let error = stratusError(await caughtError { _ = try QueryOperation.Cursor(serialized: text) })
+            #expect(error?.code == .invalidArguments && error?.message.contains("sorts by 101 keys") == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test("`stratus` refuses an argument whose bytes are not UTF-8 (64), which Foundation would read as another name, and creates nothing")
+    func argumentsThatAreNotUTF8AreRefused() async throws {
+        try await TemporaryStore.with(prefix: "stratus-not-utf8") { store in
+            let stratus = try ChildProcess.builtExecutable("stratus")
+            // A shell makes the bytes: a Swift String cannot hold them.
+            let script = "cd \"$1\" && exec \"$0\" count --type Item --store \"$(printf 'a\\377.sqlite')\""
+            let status = try await ZoneTestProgram.run("/bin/sh", ["-c", script, stratus, store.path("")], in: store)
+            #expect(status.exitCode == 64 && status.stderr.contains("is not UTF-8"), "exit \(status.exitCode): \(status.stderr.prefix(300))")
+            let made = try FileManager.default.contentsOfDirectory(atPath: store.path("")).filter { $0.hasPrefix("a") }
+            #expect(made.isEmpty, "no store was created: \(made)")
+        }
+    }
+
     @Test("`stratus` refuses hostile --type, --zone, --sort and CSV header names with a usage or data error")
     func cliRefusesHostileNames() async throws {
         try await TemporaryStore.with(prefix: "stratus-cli-names") { store in

@@ -94,6 +94,9 @@ struct RejectionTests {
         BadLine(#""n":{"value":"eA","type":"BYTES","isEncrypted":true,"isEncrypted":false}"#, at: #""isEncrypted":false"#, "has the key 'isEncrypted' twice"),
         BadLine(#""n":"plain""#, at: #""plain""#, "must be an object like"),
         BadLine(#""n":{"value":1},"n":{"value":2}"#, at: #""n":{"value":2"#, "field 'n' appears twice"),
+        // Past 32 members Stratus does not know, a repeated one is found through a set.
+        BadLine(line: #"{"recordName":"r1","recordType":"T","fields":{},"# + (0..<40).map { #""k\#($0)":1"# }.joined(separator: ",") + #","k3":2}"#,
+                at: #""k3":2"#, "the key 'k3' appears twice"),
         BadLine(#""recordName":{"value":"x"}"#, at: #""recordName":{"#, "reserved for a system field"),
         BadLine(#""1st":{"value":"x"}"#, at: #""1st""#, "must start with a letter"),
         BadLine(#""n":{"value":"a\qb"}"#, at: #"\q"#, #"'\q' is not a JSON escape"#),

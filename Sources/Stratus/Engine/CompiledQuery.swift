@@ -38,6 +38,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         self.predicate = try CompiledQuery.normalize(query.predicate)
         try CompiledQuery.checkConditionCount(predicate)
         try CompiledQuery.checkValueCount(predicate)
+        try CompiledQuery.checkSortKeyCount(query.sortDescriptors?.count ?? 0)
         self.sortKeys = try (query.sortDescriptors ?? []).map { descriptor in
             let key = descriptor.queryKey
             if case .field(let name) = key { try Naming.checkIdentifier(name, kind: "sort key") }
@@ -70,6 +71,12 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         }
         try CompiledQuery.checkConditionCount(predicate)
         try CompiledQuery.checkValueCount(predicate)
+        try CompiledQuery.checkSortKeyCount(sortKeys.count)
+    }
+
+    private static func checkSortKeyCount(_ count: Int) throws {
+        guard count > Query.maximumSortDescriptors else { return }
+        throw StratusError(.invalidArguments, "the query sorts by \(count) keys, more than the \(Query.maximumSortDescriptors) a query may have")
     }
 
     /// Refuses a predicate whose `IN` lists (and words) hold more values than

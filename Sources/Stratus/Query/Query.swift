@@ -40,6 +40,14 @@ public final class Query: Sendable, CustomStringConvertible {
         self.init(recordType: recordType, predicate: try QueryPredicate(format: format, argumentArray: arguments))
     }
 
+    /// The most sort descriptors a query may have (each sorts every page and is kept in each
+    /// cursor); a query with more fails with `invalidArguments`, as does a cursor edited to hold more.
+    ///
+    /// ```swift
+    /// precondition(descriptors.count <= Query.maximumSortDescriptors)
+    /// ```
+    public static let maximumSortDescriptors = 100
+
     /// The sort order, `nil` (no order) until set, as `CKQuery.sortDescriptors`; ties are always
     /// broken by record name, so results and cursors are deterministic. An empty list also means
     /// no order.
