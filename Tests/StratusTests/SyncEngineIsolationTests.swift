@@ -33,6 +33,30 @@ final class MainActorNotes: SyncEngineDelegate {
 }
 
 @Suite struct SyncEngineIsolationTests {
+    @Test("the engine fetches custom zones only, as CloudKit's: records other code keeps in the default zone never reach its delegate")
+    @MainActor func theDefaultZoneIsNotFetched() async throws {
+        let store = try TemporaryStore(prefix: "sync-engine-default-zone")
+        defer { store.remove() }
+        do {
+            let database = try Container(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "alice").privateCloudDatabase
+            let settings = Record(recordType: "Settings", recordID: Record.ID(recordName: "settings"))
+            settings["title"] = "dark mode"
+            _ = try await database.save(settings)
+            let zone = try await database.save(RecordZone(zoneName: "Notes")).zoneID
+            let note = Record(recordType: "Note", recordID: Record.ID(recordName: "n1", zoneID: zone))
+            note["title"] = "hello"
+            _ = try await database.save(note)
+
+            let laptop = MainActorNotes()
+            var configuration = SyncEngine.Configuration(database: database, stateSerialization: nil, delegate: laptop)
+            configuration.automaticallySync = false
+            let engine = SyncEngine(configuration)
+            try await engine.fetchChanges()
+            #expect(laptop.titles == ["n1": "hello"], "\(laptop.events)")
+            #expect(!laptop.events.contains { $0.contains(RecordZone.ID.defaultZoneName) }, "\(laptop.events)")
+        }
+    }
+
     @Test @MainActor func aMainActorDelegateSendsAndFetches() async throws {
         let store = try TemporaryStore(prefix: "sync-engine-main-actor")
         defer { store.remove() }
