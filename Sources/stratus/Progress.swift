@@ -3,7 +3,7 @@ import Foundation
 extension OptionGroup {
     /// How commands report progress and their summary on stderr.
     static let progress = OptionGroup(title: "Progress options", placeholder: "[progress options]", options: [
-        Option(flag: "--quiet", "no progress and no summary on stderr"),
+        Option(flag: "--quiet", "no progress and no summary on stderr (rejected or failed records and errors still go there)"),
         Option("--progress", "MODE", "auto (a live line on a terminal, a line every 5 s otherwise), json (one JSON object per line, the summary too) or none (only the summary)", default: "auto"),
     ])
 }
