@@ -173,6 +173,11 @@ public final class PostgresEngine: StorageEngine, Sendable {
                 let found = try readableVersion(connection.query("SELECT value FROM meta WHERE key = 'version'").first.flatMap { try $0.text(0) })
                 if let found, found < 2 { try connection.executeScript(PostgresSchema.upgradeUserNames) }
                 if let found, found < PostgresSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
+                if let found, found < PostgresSchema.grantsNothingVersion {
+                    // Before it, `{}` meant CloudKit's defaults (no Stratus wrote it; raw SQL could):
+                    // it keeps that meaning, spelled as no key.
+                    try connection.execute("UPDATE record_types SET schema = (schema::jsonb - 'grants')::text WHERE schema::jsonb -> 'grants' = '{}'::jsonb")
+                }
                 if let found, found < PostgresSchema.rowSecurityVersion { try reapplyRowSecurity(on: connection) }
                 if let found, found < PostgresSchema.boundedIndexVersion { try boundIndexEntries(on: connection) }
                 if let found, found < PostgresSchema.declaredValueIndexVersion { try Self.synchronizeIndexes(on: connection) }

@@ -91,7 +91,8 @@ import Foundation
 ///
 /// Version 19 changes no table: a record type stored with `"grants": {}` grants nothing (a
 /// schema file's type without `GRANT` lines, as in CloudKit), where its row-level security gave
-/// it CloudKit's defaults; no key still means the defaults. The upgrade applies the policies again.
+/// it CloudKit's defaults; no key still means the defaults. The upgrade applies the policies again,
+/// and removes a `{}` stored before (only raw SQL could write one) so that it keeps its meaning.
 enum PostgresSchema {
     static let version = 19
     /// The version whose `ix_` indexes hold declared values only.
@@ -102,6 +103,8 @@ enum PostgresSchema {
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
     static let rowSecurityVersion = 19
+    /// The version from which a record type stored with `"grants": {}` grants nothing.
+    static let grantsNothingVersion = 19
     /// The version the asset step brought.
     static let assetStoreVersion = 3
     /// The version whose index entries are bounded (prefixes of long strings and words).

@@ -254,6 +254,9 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
                 if found < SQLiteSchema.assetStoreVersion { try upgradeAssetStore(on: connection) }
                 if found < 8 { try addJobPositionText(on: connection) }
                 if found < SQLiteSchema.shareIndexVersion { try indexStoredShares(on: connection) }
+                if found < SQLiteSchema.grantsNothingVersion {
+                    try connection.execute("UPDATE record_types SET schema = json_remove(schema, '$.grants') WHERE json_valid(schema) AND json_extract(schema, '$.grants') = '{}'")
+                }
                 try connection.execute("PRAGMA user_version = \(SQLiteSchema.version)")
                 try connection.execute("PRAGMA application_id = \(SQLiteSchema.applicationID)")
             }

@@ -53,8 +53,14 @@
 ///   table, created by `CREATE … IF NOT EXISTS` on open, and a tombstone's `left_roots` (the
 ///   hierarchies its record was in), a column added on open; no step (moves and the roots of
 ///   deletions before it were not kept).
+/// - version 15 changes no table: a record type stored with `"grants": {}` grants nothing (a
+///   schema file's type without `GRANT` lines); the version keeps older builds, which would
+///   read it as CloudKit's defaults and could store it so, from opening the store. The step
+///   removes a `{}` stored before (only an edit could write one), which keeps its meaning.
 enum SQLiteSchema {
-    static let version: Int64 = 14
+    static let version: Int64 = 15
+    /// The version from which a record type stored with `"grants": {}` grants nothing.
+    static let grantsNothingVersion: Int64 = 15
     /// The version the share index came with; stores below it have their shares indexed.
     static let shareIndexVersion: Int64 = 11
 

@@ -109,7 +109,8 @@ struct PostgresSecurityTests {
         // Board: every signed-in user may change any board; Notice: moderators write; Note: CloudKit's defaults.
         let admin = Container(identifier: store.identifier, engine: store.owner, userName: "admin")
         _ = try await admin.saveSchema(RecordTypeSchema(recordType: "Board", grants: [.world: .read, .authenticated: [.create, .write]]),
-                                       RecordTypeSchema(recordType: "Notice", grants: [.world: .read, "moderator": [.create, .write], .authenticated: .create]))
+                                       RecordTypeSchema(recordType: "Notice", grants: [.world: .read, "moderator": [.create, .write], .authenticated: .create]),
+                                       RecordTypeSchema(recordType: "Sealed", grants: [:]))
         let aliceDatabase = Container(identifier: store.identifier, engine: try store.engine(alice), userName: alice).publicCloudDatabase
         let bobDatabase = Container(identifier: store.identifier, engine: try store.engine(bob), userName: bob).publicCloudDatabase
         try await TestDatabase.save([
@@ -184,6 +185,8 @@ struct PostgresSecurityTests {
             SELECT zone_id, $2, '', 'Board', 0, $1, 0, $1, 't', 999, $3::jsonb FROM zones WHERE owner = '' AND db = 1 LIMIT 1
             """
         refused(insertBoard, [.text(bobName), .text("poison"), .text("null")])
+        // A type that grants nothing (a schema file's type without GRANT lines, stored as `{}`): no member creates one.
+        refused(insertBoard.replacingOccurrences(of: "'Board'", with: "'Sealed'"), [.text(bobName), .text("sealed"), .text("{}")])
         refused("UPDATE records SET fields = '[1]' WHERE record_name = 'alice-board'")
         // Readers take the exact text when a record has one.
         refused("UPDATE records SET exact_fields = '[1]' WHERE record_name = 'alice-board'")

@@ -23,7 +23,7 @@ struct SQLiteShareIndexUpgradeTests {
             try await bob.accept(metadata)
             #expect(try await bob.sharedCloudDatabase.allRecordZones().map(\.zoneID.zoneName) == ["Lists"])
             let version = try await StoreProcess.runSQL(shell, path, "PRAGMA user_version;", in: store.directory)
-            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "14", "the current version")
+            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "15", "the current version")
         }
     }
 
@@ -42,7 +42,7 @@ struct SQLiteShareIndexUpgradeTests {
                 EXPLAIN QUERY PLAN SELECT 1 FROM records WHERE zone_id = 1 AND parent_name = 'groceries' LIMIT 1;
                 """, in: store.directory)
             let lines = after.stdout.split(separator: "\n")
-            #expect(lines.first == "14", "the current version: \(after.stdout)")
+            #expect(lines.first == "15", "the current version: \(after.stdout)")
             #expect(lines.contains { $0.contains("USING COVERING INDEX records_by_parent") || $0.contains("USING INDEX records_by_parent") }, "\(after.stdout)")
         }
     }

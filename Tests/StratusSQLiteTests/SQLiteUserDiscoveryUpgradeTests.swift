@@ -28,7 +28,7 @@ struct SQLiteUserDiscoveryUpgradeTests {
             try await alice.saveUsers([discoverable])
             #expect(try await alice.userIdentity(forEmailAddress: "carol@example.com")?.userRecordID?.recordName == carolName)
             let version = try await StoreProcess.runSQL(shell, path, "PRAGMA user_version;", in: store.directory)
-            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "14", "the current version")
+            #expect(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "15", "the current version")
         }
     }
 }

@@ -64,7 +64,7 @@ struct SQLiteUserNameUpgradeTests {
             let container = Container(identifier: Self.identifier, engine: try SQLiteEngine(path: path), userName: "alice")
             let database = container.privateCloudDatabase
             let version = try await StoreProcess.runSQL(shell, path, "PRAGMA user_version; SELECT count(*) FROM zones WHERE owner = 'alice' OR zone_owner = 'alice'; SELECT count(*) FROM records WHERE created_by = 'alice' OR modified_by = 'alice'; SELECT count(*) FROM database_history WHERE owner = 'alice'; SELECT count(*) FROM zone_tombstones WHERE owner = 'alice';", in: store.directory)
-            #expect(version.stdout.split(separator: "\n") == ["14", "0", "0", "0", "0"], "\(version.stdout)\(version.stderr)")
+            #expect(version.stdout.split(separator: "\n") == ["15", "0", "0", "0", "0"], "\(version.stdout)\(version.stderr)")
 
             // Alice's data is hers again, under her record name.
             #expect(try await container.userRecordID().recordName == alice)

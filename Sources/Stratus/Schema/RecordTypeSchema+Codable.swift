@@ -28,8 +28,11 @@ extension RecordTypeSchema: Codable {
         try container.encode(recordType, forKey: .recordType)
         try container.encode(fields, forKey: .fields)
         try container.encode(compoundIndexes, forKey: .compoundIndexes)
-        if grants != Self.defaultGrants(forRecordType: recordType) {
-            try container.encode(Dictionary(uniqueKeysWithValues: grants.map { ($0.key.name, $0.value) }), forKey: .grants)
+        // The grants that apply, so that every engine reads them alike (a `Users` type that
+        // grants nothing has the `Users` grants; a role granted nothing is left out).
+        let applying = effectiveGrants
+        if applying != Self.defaultGrants(forRecordType: recordType) {
+            try container.encode(Dictionary(uniqueKeysWithValues: applying.map { ($0.key.name, $0.value) }), forKey: .grants)
         }
     }
 }
