@@ -77,6 +77,25 @@ struct RecordUpdaterTests {
         }
     }
 
+    @Test("a record the store refuses because the values would pass its field data limit counts among the failures a resumed run reports")
+    func failuresBeforeTheTransactionCount() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().publicCloudDatabase
+            let full = makeRecord("Item", "a-full", ["blob": .string(String(repeating: "x", count: 999_000))])
+            _ = try await TestDatabase.save([full] + makeRecords("Item", count: 30, prefix: "b") { _ in [:] }, in: database)
+            var options = RecordUpdater.Options()
+            options.batchSize = 10
+            func updater() -> RecordUpdater {
+                RecordUpdater(database: database, query: Query(recordType: "Item"), setting: ["tag": .string(String(repeating: "t", count: 2_000))], options: options)
+            }
+            let stopping = updater()
+            let first = try await stopping.run(checkpoint: PipelineCheckpoint(job: "tag"), failed: { _, _ in stopping.cancel() })
+            #expect(first.end == .cancelled && first.failed == 1, "\(first)")
+            let second = try await updater().run(checkpoint: PipelineCheckpoint(job: "tag"))
+            #expect(second.end == .finished && second.failedInEarlierRuns == 1 && first.updated + second.updated == 30, "\(first) \(second)")
+        }
+    }
+
     @Test("encrypting: writes the values encrypted")
     func encryptsWhatItIsAsked() async throws {
         try await SQLiteFixture.with { fixture in

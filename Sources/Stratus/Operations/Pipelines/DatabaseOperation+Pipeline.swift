@@ -136,9 +136,9 @@ extension DatabaseOperation {
     func jobProgress<Element>(for batch: PipelineBatch<Element>) -> JobProgressEntry? {
         guard let pipeline, let checkpoint = pipeline.checkpoint, let position = batch.position else { return nil }
         pipeline.recordsPositionInStore()
-        let sequence = batch.sequence
+        let sequence = batch.sequence, stage = ObjectIdentifier(self)
         return JobProgressEntry(job: checkpoint.job, position: Int64(sequence + 1), text: position.serialized) { [pipeline] failures in
-            PipelineJobProgress(position: position, failures: pipeline.failuresRecorded(bySequence: sequence, failures)).text
+            PipelineJobProgress(position: position, failures: pipeline.failuresRecorded(by: stage, sequence: sequence, failures)).text
         }
     }
 }
@@ -153,4 +153,13 @@ struct JobProgressEntry: Sendable {
     /// failed: an import's count of rejects includes the store's rejects of the batch the
     /// record commits with.
     var textAfterFailures: (@Sendable (Int) -> String?)? = nil
+
+    /// The entry of a transaction whose batch had `failures` more, found outside it (records
+    /// refused before it was written, or by the batch's earlier transactions).
+    func adding(_ failures: Int) -> JobProgressEntry {
+        guard failures > 0, let after = textAfterFailures else { return self }
+        var entry = self
+        entry.textAfterFailures = { after(failures + $0) }
+        return entry
+    }
 }

@@ -50,8 +50,10 @@ final class Pipeline: Sendable {
         var sourceHasMore = false
         /// The failures the job's earlier runs recorded in the store.
         var failuresBefore = 0
-        /// The failures each batch's transaction recorded in this run, by sequence.
-        var failuresBySequence: [Int: Int] = [:]
+        /// The failures of this run's batches each writing stage recorded last (a batch's may
+        /// be recorded again, by a retried transaction), and of those before them.
+        var latestFailures: [ObjectIdentifier: (sequence: Int, failures: Int)] = [:]
+        var failuresBeforeLatest = 0
     }
     private let state = Mutex(State())
     /// Serializes saves of the checkpoint store, which happen outside `state`'s lock.
@@ -130,14 +132,16 @@ final class Pipeline: Sendable {
         }
     }
 
-    /// The job's failures up to batch `sequence`, whose transaction is recording `failures`:
-    /// the earlier runs' and those of this run's batches before it. A batch's transaction may
-    /// record more than once (retried after a busy store), so its count replaces, never adds.
-    /// A writing stage writes its batches in order, so the batches before it have committed.
-    func failuresRecorded(bySequence sequence: Int, _ failures: Int) -> Int {
+    /// The job's failures once `stage`'s transaction for batch `sequence` commits with
+    /// `failures`: the earlier runs', and those of the batches every writing stage wrote
+    /// before. A stage writes its batches in order, so its earlier ones have committed; a
+    /// batch's transaction may record more than once (retried after a busy store), so its count
+    /// replaces, never adds.
+    func failuresRecorded(by stage: ObjectIdentifier, sequence: Int, _ failures: Int) -> Int {
         state.withLock { state in
-            state.failuresBySequence[sequence] = failures
-            return state.failuresBefore + state.failuresBySequence.reduce(0) { $0 + ($1.key <= sequence ? $1.value : 0) }
+            if let latest = state.latestFailures[stage], latest.sequence != sequence { state.failuresBeforeLatest += latest.failures }
+            state.latestFailures[stage] = (sequence, failures)
+            return state.failuresBefore + state.failuresBeforeLatest + state.latestFailures.values.reduce(0) { $0 + $1.failures }
         }
     }
 

@@ -171,7 +171,8 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
                 let ids = valid(chosen.map(\.recordID))
                 let tags = Self.changeTags(of: chosen)
                 if let progress = jobProgress(for: batch) {
-                    try deleteBatch(ids, progress: progress, readTags: tags)
+                    // The deletions refused before the transaction count with its own.
+                    try deleteBatch(ids, progress: progress.adding(chosen.count - ids.count), readTags: tags)
                 } else {
                     // A batch is deleted whole once begun, so that the position after it stays exact.
                     for start in stride(from: 0, to: ids.count, by: batchSize) {

@@ -589,6 +589,9 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         done: inout Int, handOn: ([Record]) throws -> Bool
     ) throws -> StratusError? {
         let total = preparedSaves.count + toSave.count + toDelete.count
+        // The job's progress, recorded with the last transaction, counts every failure of this
+        // write: those found before a transaction and those of the transactions before it too.
+        let errorsBefore = errors.count
         // Check and prepare first, so that bad input never reaches the store.
         var failed: [Record.ID: StratusError] = [:]
         var valid = preparedSaves
@@ -660,7 +663,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             ? [Batch(saves: ordered, deletes: validDeletes)]
             : Self.batches(saves: ordered, deletes: validDeletes, itemsPerBatch: itemsPerBatch)
         if batches.isEmpty || batches.allSatisfy({ $0.saves.isEmpty && $0.deletes.isEmpty }) {
-            return try recordProgressAlone(progress, engine: engine, context: context)
+            return try recordProgressAlone(progress?.adding(errors.count - errorsBefore), engine: engine, context: context)
         }
         for (number, batch) in batches.enumerated() {
             if interruptible && shouldStop { return nil }
@@ -680,7 +683,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                     saves = staged.saves.enumerated().filter { staged.failures[$0.offset] == nil }.map { $0.element }
                 }
                 var batchRequest = request(saves, batch.deletes, atomic: false)
-                if number == batches.count - 1 { batchRequest.jobProgress = progress }
+                if number == batches.count - 1 { batchRequest.jobProgress = progress?.adding(errors.count - errorsBefore) }
                 outcome = try withRetry { try RecordWriteExecutor.apply(batchRequest, engine: engine, context: context) }
             } catch let error as StratusError where error.code == .operationCancelled && isCancelled {
                 // The operation's own cancellation stopped the batch's statement (nothing of it
