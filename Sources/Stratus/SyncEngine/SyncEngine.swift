@@ -225,7 +225,8 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
                 if let delegate = delegateReference.delegate {
                     options = await delegate.nextFetchChangesOptions(FetchChangesContext(reason: reason, options: options), syncEngine: self)
                 }
-                let waiting = state.zoneIDsWithUnfetchedServerChanges.filter { options.scope.contains($0) && !fetched.contains($0) }
+                // The default zone is left out also where a state saved by an earlier version names it.
+                let waiting = state.zoneIDsWithUnfetchedServerChanges.filter { !$0.isDefault && options.scope.contains($0) && !fetched.contains($0) }
                 guard let zoneID = options.prioritizedZoneIDs.first(where: waiting.contains) ?? waiting.first else { break }
                 fetched.insert(zoneID)
                 if let error = try await fetchZone(zoneID, requests, generation: generation), firstError == nil { firstError = error }
