@@ -33,7 +33,9 @@ struct Frame {
     var zoneID: RecordZone.ID?
     /// The keys of an envelope or zone entry read so far: a key given twice makes the document
     /// ambiguous (JSON parsers keep one or the other), so it is refused.
-    var keys: [String] = []
+    /// A box: the reader's loop holds a copy of the top frame while a member is read, and
+    /// adding to a set a copy shares would copy it whole, for each member.
+    let keys = FrameKeys()
     /// The zone records of this envelope or zone entry were read into before its `zoneID`
     /// came (beyond what the reader looks ahead): a later `zoneID` naming another zone is refused.
     var zoneUsedBeforeZoneID: RecordZone.ID?
@@ -181,19 +183,20 @@ extension RecordReader {
     /// is an error result makes.
     private func readMember(of kind: Frame.Kind, frame index: Int) throws -> RecordReadResult? {
         let where_ = kind == .envelope ? "the envelope" : "a zone entry"
-        let keysBefore = frames[index].keys
         var keyText = ""
+        let keys = frames[index].keys
+        func seen(_ key: String) -> Bool { keys.names.contains(Array(key.utf8)) }
         let member = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> Member in
             let key = try c.scanKey()
             keyText = c.string(key)
-            if keysBefore.contains(keyText) {
+            if seen(keyText) {
                 throw c.syntax(key.start, "the key '\(c.quoted(key))' appears twice in \(where_)")
             }
             // CloudKit answers a zone with its records or with an error, never both: an entry
             // that holds both is ambiguous (its records may be what the error says is missing),
             // and refused whichever comes first.
-            if kind == .zone && ((c.stringEquals(key, "records") && keysBefore.contains("serverErrorCode"))
-                                 || (c.stringEquals(key, "serverErrorCode") && keysBefore.contains("records"))) {
+            if kind == .zone && ((c.stringEquals(key, "records") && seen("serverErrorCode"))
+                                 || (c.stringEquals(key, "serverErrorCode") && seen("records"))) {
                 throw c.syntax(key.start, "a zone entry holds both 'records' and 'serverErrorCode' (a CloudKit error result); CloudKit answers a zone with one or the other")
             }
             if c.stringEquals(key, "records")
@@ -253,7 +256,7 @@ extension RecordReader {
             if let problem = c.problem { throw c.syntax(problem.offset, "'\(c.quoted(key))' in \(where_) holds invalid JSON: \(problem.message)") }
             return .skipped
         }
-        frames[index].keys.append(keyText)
+        keys.names.insert(Array(keyText.utf8))
         switch member {
         case .open(let child):
             if child == .records || child == .operations || child == .recordResults { sawRecordList = true }
@@ -427,4 +430,10 @@ extension RecordReader {
         let line = input.position(of: input.baseOffset + recordStart).line
         return readResult(decoded, line: line) { self.input.position(of: self.input.baseOffset + $0) }
     }
+}
+
+/// The keys of an envelope or zone entry read so far (``Frame/keys``), by their bytes: keys
+/// that differ only in Unicode normalization are different keys.
+final class FrameKeys {
+    var names: Set<[UInt8]> = []
 }

@@ -43,8 +43,9 @@ struct RecordScan {
     var modifiedOther: [(key: Token, value: Token)] = []
     /// Members of the record Stratus has no place for, kept as they came.
     var otherMembers: [(key: Token, value: Token)] = []
-    /// The keys of ``otherMembers`` once they are many, for finding a repeated one.
-    var otherMemberNames: Set<String> = []
+    /// The keys of ``otherMembers`` once they are many, for finding a repeated one: by their
+    /// bytes, as ``sameKey(_:_:)`` compares (keys that differ in normalization differ).
+    var otherMemberNames: Set<[UInt8]> = []
     var parent = Token.none
     /// `"deleted": true`: the item is a deletion (a change feed's tombstone).
     var deletion = Token.none
@@ -249,8 +250,8 @@ extension JSONCursor {
                 return
             }
         } else {
-            if scan.otherMemberNames.isEmpty { scan.otherMemberNames = Set(scan.otherMembers.map { string($0.key) }) }
-            guard scan.otherMemberNames.insert(string(key)).inserted else {
+            if scan.otherMemberNames.isEmpty { scan.otherMemberNames = Set(scan.otherMembers.map { Array(string($0.key).utf8) }) }
+            guard scan.otherMemberNames.insert(Array(string(key).utf8)).inserted else {
                 note(key.start, "the key '\(quoted(key))' appears twice")
                 return
             }

@@ -870,7 +870,7 @@ struct BadInputFuzzTests {
         try await TemporaryStore.with(prefix: "stratus-not-utf8") { store in
             let stratus = try ChildProcess.builtExecutable("stratus")
             // A shell makes the bytes: a Swift String cannot hold them.
-            let script = "cd \"$1\" && exec \"$0\" count --type Item --store \"$(printf 'a\\377.sqlite')\""
+            let script = "cd \"$1\" && exec \"$0\" zones create Z --store \"$(printf 'a\\377.sqlite')\""
             let status = try await ZoneTestProgram.run("/bin/sh", ["-c", script, stratus, store.path("")], in: store)
             #expect(status.exitCode == 64 && status.stderr.contains("is not UTF-8"), "exit \(status.exitCode): \(status.stderr.prefix(300))")
             let made = try FileManager.default.contentsOfDirectory(atPath: store.path("")).filter { $0.hasPrefix("a") }
