@@ -148,6 +148,19 @@ struct SchemaCommand: Command {
             let dropped = changes.compactMap { change -> String? in
                 if case .recordTypeRemoved(let type) = change { type } else { nil }
             }
+            // A file without GRANT lines for a type takes its grants away (CloudKit's rule), which
+            // a file written for Stratus before 0.11 did not: say so where records are at stake.
+            let sealed = changes.compactMap { change -> String? in
+                if case .grantsChanged(let type, let old, let new) = change, !old.isEmpty, new.isEmpty { type } else { nil }
+            }
+            if !sealed.isEmpty {
+                let counts = try await container.recordCountsByType()
+                let holding = sealed.filter { (counts[$0] ?? 0) > 0 }.sorted()
+                if !holding.isEmpty {
+                    let listed = holding.map { "\($0) (\(StoreReport.counted(counts[$0] ?? 0, "record")) in all databases)" }.joined(separator: ", ")
+                    StratusCommand.log("note: the file gives \(listed) no GRANT lines, so it now grants nothing: users can no longer read, create or change its records in the public database (the private and shared databases are not affected); add GRANT lines to keep it usable there")
+                }
+            }
             if !dropped.isEmpty {
                 let counts = try await container.recordCountsByType()
                 let holding = dropped.filter { (counts[$0] ?? 0) > 0 }.sorted()

@@ -127,6 +127,12 @@ struct RolesCLITests {
             let privately = try await cli.run(["import", try cli.file("in.ndjson", input), "--user", "alice", "--database", "private", "--quiet"])
             #expect(privately.exitCode == 0, "\(privately)")
             #expect(try await cli.run(["get", "b1", "--user", "alice", "--database", "private"]).stdout.contains("main"))
+
+            // A file that takes a type's grants away, where records are at stake, says so.
+            let open = try cli.file("open.ckdb", "DEFINE SCHEMA RECORD TYPE WalletBackup (network STRING, GRANT READ TO \"_world\");\n")
+            #expect(try await cli.run(["schema", "import", open]).exitCode == 0)
+            let sealed = try await cli.run(["schema", "import", file])
+            #expect(sealed.exitCode == 0 && sealed.stderr.contains("WalletBackup (1 record in all databases) no GRANT lines, so it now grants nothing"), "\(sealed)")
         }
     }
 
