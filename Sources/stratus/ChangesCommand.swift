@@ -14,7 +14,7 @@ struct ChangesCommand: Command {
     static let discussion = """
         Writes the zone's changes since the token in FILE as NDJSON, oldest first, in the shape of
         CloudKit's changes/zone answers: a changed record as its record JSON (once, in its current
-        state, however often it changed; in a zone other than the default one, with its zoneID), a
+        state, however often it changed; with its zoneID), a
         deletion as {"recordName":…,"recordType":…,"deleted":true,"zoneID":{…}}. When FILE does
         not exist yet (or is empty) the zone's whole history is written. After each batch the output is
         flushed and synced, and only then is the new token written to FILE (temporary file,

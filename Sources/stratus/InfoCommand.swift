@@ -14,8 +14,8 @@ struct InfoCommand: Command {
         of each container's schema, the version of the store's tables and the store's size;
         the counts come from one snapshot. --json prints one JSON object instead:
         {"store","engine","schemaVersion","sizeInBytes","records","containers":[
-        {"containerIdentifier","schemaRecordTypes","records","databases":[
-        {"database","owner","records","zones":[
+        {"containerIdentifier","schemaRecordTypes","productionSchemaRecordTypes","records","databases":[
+        {"database","environment","owner" ("" for the public database),"records","zones":[
         {"zoneID","atomic","fetchChanges","records","recordTypes":{TYPE:COUNT}}]}]}]}.
         """
     static let options: [Option] = [Option(flag: "--json", "print one JSON object")]
