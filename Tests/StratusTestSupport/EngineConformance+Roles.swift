@@ -105,6 +105,10 @@ extension EngineConformance {
         let carolRecord = try await carol.record(for: Record.ID(recordName: "by-carol"))
         let carolName = try #require(carolRecord.systemFields.creatorUserRecordID?.recordName)
         #expect(refused?.message.contains("did not create the record (its creator is \(carolName))") == true, "\(String(describing: refused))")
+        // Saved under a type the caller may read, a record of a type it may not read names no creator.
+        #expect(await saveCode(makeRecord("Memo", "carol-memo", ["text": .string("hers alone")]), in: carol) == nil)
+        let disguised = stratusError(await caughtError { try await bob.save(makeRecord("Post", "carol-memo", ["title": .string("mine")])) })
+        #expect(disguised != nil && disguised?.message.contains(carolName) == false, "\(String(describing: disguised))")
     }
 
     static func creatorOnlyReads(_ env: Environment) async throws {

@@ -468,7 +468,14 @@ enum RecordWriteExecutor {
                 replacedOfOtherType = stored
                 existing = nil
             }
-            if let denied = try typeRules.accessDenial(save, creator: existing?.systemFields.creatorUserRecordID, isNew: existing == nil, in: transaction) {
+            // Who created a record is told only to its readers: a save naming another type than
+            // the stored record's is judged by that type, which may let the caller read it.
+            let creator = if let existing, existing.recordType != save.record.recordType, try !typeRules.mayRead(existing, in: transaction) {
+                Record.ID?.none
+            } else {
+                existing?.systemFields.creatorUserRecordID
+            }
+            if let denied = try typeRules.accessDenial(save, creator: creator, isNew: existing == nil, in: transaction) {
                 // A save that would change nothing writes nothing: re-running an import of
                 // records others created is not refused (and a refusal reveals no conflict),
                 // when the caller may read them.
