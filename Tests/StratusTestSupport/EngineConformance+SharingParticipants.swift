@@ -82,6 +82,17 @@ extension EngineConformance {
         #expect(stratusError(stratusError(refused.failure)?.partialErrorsByItemID?[milk.recordID])?.code == .permissionFailure, "\(refused)")
         #expect(try await alice.record(for: Record.ID(recordName: "milk", zoneID: ownZone))["title"] as? String == "Milk")
 
+        // A refused save is no parent for the rest of its request: Alice's unshared diary, moved
+        // under the shared root by Bob, is refused, and so is a record saved under it.
+        let moved = Record(recordType: "Item", recordID: Record.ID(recordName: "diary", zoneID: zoneID))
+        moved.setParent(Record.ID(recordName: "groceries", zoneID: zoneID))
+        let sneak = Record(recordType: "Item", recordID: Record.ID(recordName: "sneak", zoneID: zoneID))
+        sneak.setParent(moved)
+        let (smuggled, _) = try await shared.modifyRecords(saving: [moved, sneak], deleting: [], savePolicy: .allKeys, atomically: false)
+        #expect(stratusError(smuggled[moved.recordID]?.failure)?.code == .permissionFailure, "\(smuggled)")
+        #expect(stratusError(smuggled[sneak.recordID]?.failure)?.code == .permissionFailure, "\(smuggled)")
+        #expect(try await TestDatabase.exists("sneak", zoneID: ownZone, in: alice) == false)
+
         // One refused deletion fails an atomic request whole.
         let atomic = stratusError(await caughtError {
             _ = try await shared.modifyRecords(saving: [], deleting: [Record.ID(recordName: "diary", zoneID: zoneID), Record.ID(recordName: "bread", zoneID: zoneID)],

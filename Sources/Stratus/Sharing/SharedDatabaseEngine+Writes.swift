@@ -21,7 +21,22 @@ extension SharedDatabaseEngine {
         var saveIndexes: [String: [Int]] = [:]
         var deleteIndexes: [String: [Int]] = [:]
         var leaves: [(index: Int, zone: SharedDatabaseAccess.Zone)] = []
-        let pending = Dictionary(request.saves.map { ($0.recordID, $0.record) }, uniquingKeysWith: { _, last in last })
+        // The request's saves are parents for one another, but only those that will be written:
+        // a refused save (another's record moved under a shared root) places nothing in a share.
+        var pending = Dictionary(request.saves.map { ($0.recordID, $0.record) }, uniquingKeysWith: { _, last in last })
+        var removedOne = true
+        while removedOne && !restores {
+            removedOne = false
+            for save in request.saves where pending[save.recordID] != nil {
+                let refused = try access.zone(save.recordID.zoneID).map { zone in
+                    try writeProblem(save.recordID, saving: save, in: zone, &access, pending: pending) != nil
+                } ?? true
+                if refused {
+                    pending[save.recordID] = nil
+                    removedOne = true
+                }
+            }
+        }
 
         for (index, save) in request.saves.enumerated() {
             let id = save.recordID
