@@ -153,21 +153,18 @@ struct SchemaCommand: Command {
             let sealed = changes.compactMap { change -> String? in
                 if case .grantsChanged(let type, let old, let new) = change, !old.isEmpty, new.isEmpty { type } else { nil }
             }
-            if !sealed.isEmpty {
-                let counts = try await container.recordCountsByType()
-                let holding = sealed.filter { (counts[$0] ?? 0) > 0 }.sorted()
-                if !holding.isEmpty {
-                    let listed = holding.map { "\($0) (\(StoreReport.counted(counts[$0] ?? 0, "record")) in all databases)" }.joined(separator: ", ")
-                    StratusCommand.log("note: the file gives \(listed) no GRANT lines, so it now grants nothing: users can no longer read, create or change its records in the public database (the private and shared databases are not affected); add GRANT lines to keep it usable there")
-                }
+            guard !dropped.isEmpty || !sealed.isEmpty else { return .success }
+            let counts = try await container.recordCountsByType()
+            // The types of `types` that hold records, each with its count.
+            func holdingRecords(_ types: [String], _ suffix: String = "") -> String? {
+                let holding = types.filter { (counts[$0] ?? 0) > 0 }.sorted()
+                return holding.isEmpty ? nil : holding.map { "\($0) (\(StoreReport.counted(counts[$0] ?? 0, "record"))\(suffix))" }.joined(separator: ", ")
             }
-            if !dropped.isEmpty {
-                let counts = try await container.recordCountsByType()
-                let holding = dropped.filter { (counts[$0] ?? 0) > 0 }.sorted()
-                if !holding.isEmpty {
-                    let listed = holding.map { "\($0) (\(StoreReport.counted(counts[$0] ?? 0, "record")))" }.joined(separator: ", ")
-                    StratusCommand.log("note: the schema no longer declares \(listed), whose records stay: they are still read, and a development save of one declares its type again; delete them with `stratus delete --type TYPE --all --yes`")
-                }
+            if let listed = holdingRecords(sealed, " in all databases") {
+                StratusCommand.log("note: the file gives \(listed) no GRANT lines, so it now grants nothing: users can no longer read, create or change its records in the public database (the private and shared databases are not affected); add GRANT lines to keep it usable there")
+            }
+            if let listed = holdingRecords(dropped) {
+                StratusCommand.log("note: the schema no longer declares \(listed), whose records stay: they are still read, and a development save of one declares its type again; delete them with `stratus delete --type TYPE --all --yes`")
             }
             return .success
 
