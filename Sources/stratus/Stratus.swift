@@ -81,8 +81,7 @@ struct StratusCommand {
     static func notUTF8Refusal() -> String? {
         for index in stride(from: 1, to: Int(CommandLine.argc), by: 1) {
             guard let bytes = CommandLine.unsafeArgv[index], String(validatingCString: bytes) == nil else { continue }
-            let shown = String(decoding: UnsafeBufferPointer(start: UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: strlen(bytes)), as: UTF8.self)
-            return "argument \(index) ('\(shown)', with U+FFFD for each byte that is not UTF-8) is not UTF-8: Stratus reads names and values as UTF-8, and would otherwise read or write another file than the one named; rename the file"
+            return "argument \(index) ('\(String(cString: bytes))', with U+FFFD for each byte that is not UTF-8) is not UTF-8: Stratus reads names and values as UTF-8, and would otherwise read or write another file than the one named; rename the file"
         }
         for name in ["STRATUS_STORE", "STRATUS_READ_STORE", "STRATUS_USER", "STRATUS_ENVIRONMENT"] {
             guard let bytes = getenv(name), String(validatingCString: bytes) == nil else { continue }
