@@ -60,7 +60,7 @@ let package = Package(
         .testTarget(name: "StratusCLITests", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusTestSupport"]),
         .testTarget(name: "StratusStoresTests", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusStores", "StratusTestSupport"]),
         .testTarget(name: "StratusPostgresTests", dependencies: ["Stratus", "StratusPostgres", "StratusTestSupport", "SeededRandom"]),
-        // CloudKit programs ported mechanically (see notes/README-porting.md), compiled in Swift 5
+        // CloudKit programs ported mechanically (see the README's "Porting CloudKit code"), compiled in Swift 5
         // language mode as most CloudKit app code is: test programs in CloudKit's style, and a
         // ported command-line sample run on Container.default().
         .testTarget(
