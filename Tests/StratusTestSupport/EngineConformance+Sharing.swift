@@ -104,6 +104,19 @@ extension EngineConformance {
         fetched.publicPermission = .readWrite
         let conflict = await caughtError { try await database.save(fetched) }
         #expect(stratusError(conflict)?.code == .serverRecordChanged)
+        // Whatever the save policy: CloudKit saves a share as .ifServerRecordUnchanged, so a
+        // stale share never overwrites another device's participants.
+        for policy in [ModifyRecordsOperation.SavePolicy.changedKeys, .allKeys] {
+            let (saves, _) = try await database.modifyRecords(saving: [fetched], deleting: [], savePolicy: policy, atomically: false)
+            #expect(caught(saves[fetched.recordID])?.code == .serverRecordChanged, "\(policy)")
+        }
+        #expect(try #require(try await database.record(for: share.recordID) as? Share).publicPermission == .none, "the stale share was not written")
+        let errandID = Record.ID(recordName: "errand", zoneID: root.recordID.zoneID)
+        _ = try await database.save(Record(recordType: "List", recordID: errandID))
+        let untagged = Record(recordType: "List", recordID: errandID)
+        untagged["title"] = "Overwritten"
+        let (forced, _) = try await database.modifyRecords(saving: [untagged], deleting: [], savePolicy: .changedKeys, atomically: false)
+        #expect((try? forced[errandID]?.get()) != nil, "a record that is not a share is still written without a tag check")
 
         if let carol = again.participants.first(where: { $0.userIdentity.lookupInfo?.emailAddress == "carol@example.com" }) { again.removeParticipant(carol) }
         _ = try await database.save(again)

@@ -122,6 +122,19 @@ extension Database {
         return try await page(op, desiredKeys: desiredKeys, resultsLimit: resultsLimit)
     }
 
+    /// Runs a query and returns the first page of matches (up to
+    /// ``QueryOperation/defaultResultsLimit``), as iOS 15's `CKDatabase.perform(_:inZoneWith:)`
+    /// does; ``records(matching:inZoneWith:desiredKeys:resultsLimit:)`` gives the cursor too.
+    ///
+    /// ```swift
+    /// let todos = try await database.perform(Query(recordType: "Todo"), inZoneWith: nil)
+    /// ```
+    public func perform(_ query: Query, inZoneWith zoneID: RecordZone.ID?) async throws -> [Record] {
+        let (matches, _) = try await records(matching: query, inZoneWith: zoneID)
+        // As the completion-handler form: records that matched but could not be read are left out.
+        return matches.compactMap { try? $0.1.get() }
+    }
+
     /// Continues a query from a cursor.
     ///
     /// ```swift

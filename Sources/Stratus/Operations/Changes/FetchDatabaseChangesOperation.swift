@@ -79,9 +79,9 @@ open class FetchDatabaseChangesOperation: DatabaseOperation, @unchecked Sendable
     /// ```swift
     /// let op = FetchDatabaseChangesOperation(previousServerChangeToken: databaseToken)
     /// ```
-    public init(previousServerChangeToken: ServerChangeToken? = nil) {
+    public convenience init(previousServerChangeToken: ServerChangeToken? = nil) {
+        self.init()
         self.previousServerChangeToken = previousServerChangeToken
-        super.init()
     }
 
     /// An operation that fetches from the beginning, as `CKFetchDatabaseChangesOperation()`:

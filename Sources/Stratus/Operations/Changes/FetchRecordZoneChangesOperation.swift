@@ -117,10 +117,10 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
     /// ```swift
     /// let op = FetchRecordZoneChangesOperation(recordZoneIDs: [photos], configurationsByRecordZoneID: [photos: config])
     /// ```
-    public init(recordZoneIDs: [RecordZone.ID]? = nil, configurationsByRecordZoneID: [RecordZone.ID: ZoneConfiguration]? = nil) {
+    public convenience init(recordZoneIDs: [RecordZone.ID]? = nil, configurationsByRecordZoneID: [RecordZone.ID: ZoneConfiguration]? = nil) {
+        self.init()
         self.recordZoneIDs = recordZoneIDs
         self.configurationsByRecordZoneID = configurationsByRecordZoneID
-        super.init()
     }
 
     /// An operation with no zones yet, as `CKFetchRecordZoneChangesOperation()`: set

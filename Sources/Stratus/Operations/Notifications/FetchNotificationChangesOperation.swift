@@ -47,9 +47,9 @@ open class FetchNotificationChangesOperation: DatabaseOperation, @unchecked Send
     /// ```swift
     /// let op = FetchNotificationChangesOperation(previousServerChangeToken: token)
     /// ```
-    public init(previousServerChangeToken: ServerChangeToken?) {
+    public convenience init(previousServerChangeToken: ServerChangeToken?) {
+        self.init()
         self.previousServerChangeToken = previousServerChangeToken
-        super.init()
     }
 
     /// An operation that reads the feed from its beginning, as

@@ -40,9 +40,9 @@ open class MarkNotificationsReadOperation: DatabaseOperation, @unchecked Sendabl
     /// ```swift
     /// let op = MarkNotificationsReadOperation(notificationIDsToMarkRead: handled.compactMap(\.notificationID))
     /// ```
-    public init(notificationIDsToMarkRead notificationIDs: [StratusNotification.ID]) {
+    public convenience init(notificationIDsToMarkRead notificationIDs: [StratusNotification.ID]) {
+        self.init()
         self.notificationIDs = notificationIDs
-        super.init()
     }
 
     /// An operation that marks nothing yet, as `CKMarkNotificationsReadOperation()`: set

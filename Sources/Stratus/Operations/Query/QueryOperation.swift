@@ -102,9 +102,9 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// ```swift
     /// let op = QueryOperation(query: Query(recordType: "Todo"))
     /// ```
-    public init(query: Query) {
+    public convenience init(query: Query) {
+        self.init()
         self.query = query
-        super.init()
     }
 
     /// An operation that reads the next page after `cursor`, as `CKQueryOperation(cursor:)`.
@@ -112,9 +112,9 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// ```swift
     /// let next = QueryOperation(cursor: cursor)
     /// ```
-    public init(cursor: Cursor) {
+    public convenience init(cursor: Cursor) {
+        self.init()
         self.cursor = cursor
-        super.init()
     }
 
     /// An operation without a query, as `CKQueryOperation()`: set ``query`` (or ``cursor``)

@@ -73,9 +73,9 @@ open class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @
     /// ```swift
     /// let op = FetchRecordsOperation(recordIDs: [Record.ID(recordName: "todo-1")])
     /// ```
-    public init(recordIDs: [Record.ID]) {
+    public convenience init(recordIDs: [Record.ID]) {
+        self.init()
         self.recordIDs = recordIDs
-        super.init()
     }
 
     /// An operation with no IDs yet, as `CKFetchRecordsOperation()`: set ``recordIDs`` before

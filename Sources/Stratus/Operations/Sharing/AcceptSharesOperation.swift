@@ -44,9 +44,9 @@ open class AcceptSharesOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// let op = AcceptSharesOperation(shareMetadatas: [metadata])
     /// ```
-    public init(shareMetadatas: [Share.Metadata]) {
+    public convenience init(shareMetadatas: [Share.Metadata]) {
+        self.init()
         self.shareMetadatas = shareMetadatas
-        super.init()
     }
 
     /// An operation without shares yet (set ``shareMetadatas``).

@@ -51,9 +51,9 @@ open class FetchShareMetadataOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// let op = FetchShareMetadataOperation(shareURLs: [url])
     /// ```
-    public init(shareURLs: [URL]) {
+    public convenience init(shareURLs: [URL]) {
+        self.init()
         self.shareURLs = shareURLs
-        super.init()
     }
 
     /// An operation without URLs yet (set ``shareURLs``).

@@ -63,9 +63,9 @@ open class FetchShareParticipantsOperation: DatabaseOperation, @unchecked Sendab
     /// ```swift
     /// let op = FetchShareParticipantsOperation(userIdentityLookupInfos: [UserIdentity.LookupInfo(userRecordID: bobID)])
     /// ```
-    public init(userIdentityLookupInfos: [UserIdentity.LookupInfo]) {
+    public convenience init(userIdentityLookupInfos: [UserIdentity.LookupInfo]) {
+        self.init()
         self.userIdentityLookupInfos = userIdentityLookupInfos
-        super.init()
     }
 
     /// An operation without lookups yet (set ``userIdentityLookupInfos``).

@@ -42,9 +42,9 @@ open class FetchSubscriptionsOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// let op = FetchSubscriptionsOperation(subscriptionIDs: ["orders"])
     /// ```
-    public init(subscriptionIDs: [Subscription.ID]) {
+    public convenience init(subscriptionIDs: [Subscription.ID]) {
+        self.init()
         self.subscriptionIDs = subscriptionIDs
-        super.init()
     }
 
     /// An operation that fetches every subscription of the user in the database

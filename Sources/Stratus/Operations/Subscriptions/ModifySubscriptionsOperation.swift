@@ -61,10 +61,10 @@ open class ModifySubscriptionsOperation: DatabaseOperation, @unchecked Sendable 
     /// ```swift
     /// let op = ModifySubscriptionsOperation(subscriptionsToSave: nil, subscriptionIDsToDelete: ["orders"])
     /// ```
-    public init(subscriptionsToSave: [Subscription]? = nil, subscriptionIDsToDelete: [Subscription.ID]? = nil) {
+    public convenience init(subscriptionsToSave: [Subscription]? = nil, subscriptionIDsToDelete: [Subscription.ID]? = nil) {
+        self.init()
         self.subscriptionsToSave = subscriptionsToSave
         self.subscriptionIDsToDelete = subscriptionIDsToDelete
-        super.init()
     }
 
     /// An operation with nothing to do yet, as `CKModifySubscriptionsOperation()`: set

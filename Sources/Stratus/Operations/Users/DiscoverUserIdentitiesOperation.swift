@@ -45,9 +45,9 @@ open class DiscoverUserIdentitiesOperation: DatabaseOperation, @unchecked Sendab
     /// ```swift
     /// let op = DiscoverUserIdentitiesOperation(userIdentityLookupInfos: [UserIdentity.LookupInfo(phoneNumber: "+15550100100")])
     /// ```
-    public init(userIdentityLookupInfos: [UserIdentity.LookupInfo]) {
+    public convenience init(userIdentityLookupInfos: [UserIdentity.LookupInfo]) {
+        self.init()
         self.userIdentityLookupInfos = userIdentityLookupInfos
-        super.init()
     }
 
     /// An operation without lookups yet (set ``userIdentityLookupInfos``).

@@ -45,9 +45,9 @@ open class FetchRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// let op = FetchRecordZonesOperation(recordZoneIDs: [RecordZone.ID(zoneName: "Lists")])
     /// ```
-    public init(recordZoneIDs: [RecordZone.ID]) {
+    public convenience init(recordZoneIDs: [RecordZone.ID]) {
+        self.init()
         self.recordZoneIDs = recordZoneIDs
-        super.init()
     }
 
     /// An operation that fetches every zone of the database (``recordZoneIDs`` is `nil`), as

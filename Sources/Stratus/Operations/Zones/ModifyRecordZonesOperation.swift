@@ -60,10 +60,10 @@ open class ModifyRecordZonesOperation: DatabaseOperation, @unchecked Sendable {
     /// ```swift
     /// let op = ModifyRecordZonesOperation(recordZonesToSave: [RecordZone(zoneName: "Lists")], recordZoneIDsToDelete: nil)
     /// ```
-    public init(recordZonesToSave: [RecordZone]? = nil, recordZoneIDsToDelete: [RecordZone.ID]? = nil) {
+    public convenience init(recordZonesToSave: [RecordZone]? = nil, recordZoneIDsToDelete: [RecordZone.ID]? = nil) {
+        self.init()
         self.recordZonesToSave = recordZonesToSave
         self.recordZoneIDsToDelete = recordZoneIDsToDelete
-        super.init()
     }
 
     /// An operation with nothing to do yet, as `CKModifyRecordZonesOperation()`: set
