@@ -801,6 +801,21 @@ struct BadInputFuzzTests {
         }
     }
 
+    @Test("a cursor edited to name the Users type is refused, as a query of Users is")
+    func cursorEditedToListUsersIsRefused() async throws {
+        try await TemporaryStore.with(prefix: "stratus-cursor-users") { store in
+            let container = Container(identifier: "com.example.cursor", engine: try SQLiteEngine(path: store.path()), userName: "tester")
+            let database = container.publicCloudDatabase
+            try await TestDatabase.save(makeRecords("Item", count: 3, prefix: "item") { i in ["rank": .int64(Int64(i))] }, in: database)
+            // The user's record exists once it was fetched.
+            _ = try await database.record(for: try await container.userRecordID())
+            let cursor = try #require(try await database.records(matching: Query(recordType: "Item"), resultsLimit: 1).queryCursor)
+            let text = try Self.tampered(cursor, [("\"recordType\":\"Item\"", "\"recordType\":\"Users\"")])
+            let error = stratusError(await caughtError { try await database.records(continuingMatchFrom: try QueryOperation.Cursor(serialized: text)) })
+            #expect(error?.code == .invalidArguments && error?.message.contains("fetch a user's record by its ID") == true, "\(String(describing: error))")
+        }
+    }
+
     @Test("a cursor whose position holds a non-finite number, or values that do not fit its sort keys, is refused rather than ending the query early")
     func cursorWithImpossiblePositionIsRefused() async throws {
         try await TemporaryStore.with(prefix: "stratus-cursor-nan") { store in

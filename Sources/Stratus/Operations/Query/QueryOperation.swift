@@ -141,15 +141,16 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
             compiled.desiredKeys = desiredKeys
             progress = cursor.zoneWide.map { .allZones($0) } ?? .zone(cursor.position)
         } else if let query {
-            // CloudKit refuses to list its users: a user record is fetched by its ID. Stratus's
-            // own jobs (allRecords, an export) and an administrator may still read them all.
-            if query.recordType == Record.SystemType.userRecord && !context.isAdministrator {
-                return StratusError(.invalidArguments, "records of type \(query.recordType) cannot be queried, as in CloudKit: fetch a user's record by its ID")
-            }
             compiled = try Self.compile(query, searching: zoneID, desiredKeys: desiredKeys, context: context)
             progress = .start(searching: zoneID)
         } else {
             return StratusError(.invalidArguments, "QueryOperation needs a query or a cursor")
+        }
+        // CloudKit refuses to list its users: a user record is fetched by its ID, also through a
+        // cursor edited to name them. Stratus's own jobs (allRecords, an export) and an
+        // administrator may still read them all.
+        if compiled.recordType == Record.SystemType.userRecord && !context.isAdministrator {
+            return StratusError(.invalidArguments, "records of type \(compiled.recordType) cannot be queried, as in CloudKit: fetch a user's record by its ID")
         }
         compiled = try QueryAdmission.admit(compiled, engine: engine, context: context, continuing: cursor != nil)
 
