@@ -26,7 +26,7 @@ enum WhereClause {
         try checkLiteralKinds(predicate, by: schema)
         return try predicate
             .mappingValues(of: { isDate($0, schema) }) { key, value in try date(value, key) }
-            .mappingValues(of: { isReference($0, schema) }) { key, value in try reference(value, key) }
+            .mappingValues(of: { isReference($0, schema) }) { key, value in try reference(value, key, isList: isReferenceList(key, schema)) }
     }
 
     /// Refuses a condition whose form cannot match a field of the type the schema declares:
@@ -42,6 +42,8 @@ enum WhereClause {
             guard case .field(let name) = key, let type = schema.field(name)?.type else { return nil }
             return (name, type)
         }
+        // As the schema language writes it (`NUMBER`, `LIST<REFERENCE>`), as `schema export` shows.
+        func typeText(_ name: String) -> String { schema.field(name)?.schemaLanguageType ?? name }
         func check(_ predicate: QueryPredicate) throws {
             switch predicate {
             case .all, .none: return
@@ -55,7 +57,7 @@ enum WhereClause {
             case .compare(let key, _, _), .between(let key, _, _), .in(let key, _):
                 guard let (name, type) = declared(key) else { return }
                 if type.isList {
-                    throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, a list, which a condition matches by its elements: write '\(name) CONTAINS value', 'ANY \(name) == value' or 'ANY \(name) IN {…}' (compared as one value, the condition would match no record)")
+                    throw UsageError(message: "--where: \(name) is \(typeText(name)) in the schema, a list, which a condition matches by its elements: write '\(name) CONTAINS value', 'ANY \(name) == value' or 'ANY \(name) IN {…}' (compared as one value, the condition would match no record)")
                 }
                 if type == .location {
                     throw UsageError(message: "--where: \(name) is LOCATION in the schema, which a condition compares only by distance: write 'distanceToLocation:fromLocation:(\(name), LOCATION(lat, lon)) < KILOMETRES'")
@@ -63,13 +65,13 @@ enum WhereClause {
             case .beginsWith(let key, _):
                 guard let (name, type) = declared(key), type != .string else { return }
                 let hint = type == .stringList ? ": write 'ANY \(name) BEGINSWITH …' for a list of strings" : " (the condition would match no record)"
-                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and BEGINSWITH matches a STRING field's prefix\(hint)")
+                throw UsageError(message: "--where: \(name) is \(typeText(name)) in the schema, and BEGINSWITH matches a STRING field's prefix\(hint)")
             case .listContains(let key, _), .listContainsAny(let key, _), .listAnyBeginsWith(let key, _):
                 guard let (name, type) = declared(key), !type.isList else { return }
-                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, not a list: CONTAINS and ANY match the elements of a list field; compare it with ==, IN or BEGINSWITH (the condition would match no record)")
+                throw UsageError(message: "--where: \(name) is \(typeText(name)) in the schema, not a list: CONTAINS and ANY match the elements of a list field; compare it with ==, IN or BEGINSWITH (the condition would match no record)")
             case .distance(let key, _, _, _):
                 guard let (name, type) = declared(key), type != .location else { return }
-                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and distanceToLocation:fromLocation: measures from a LOCATION field (the condition would match no record)")
+                throw UsageError(message: "--where: \(name) is \(typeText(name)) in the schema, and distanceToLocation:fromLocation: measures from a LOCATION field (the condition would match no record)")
             case .tokens:
                 return
             }
@@ -82,9 +84,14 @@ enum WhereClause {
         return type == .reference || type == .referenceList
     }
 
+    private static func isReferenceList(_ key: QueryKey, _ schema: RecordTypeSchema?) -> Bool {
+        guard case .field(let name) = key else { return false }
+        return schema?.field(name)?.type == .referenceList
+    }
+
     /// A literal compared with a REFERENCE field: a string is the record name it refers to,
     /// as `--set owner:REFERENCE=user-7` and `recordID == 'r01'` read one.
-    private static func reference(_ value: FieldValue, _ key: QueryKey) throws -> FieldValue {
+    private static func reference(_ value: FieldValue, _ key: QueryKey, isList: Bool) throws -> FieldValue {
         switch value {
         case .reference: return value
         case .string(let name):
@@ -95,7 +102,8 @@ enum WhereClause {
             }
             return .reference(Record.Reference(recordID: Record.ID(recordName: name), action: .none))
         default:
-            throw UsageError(message: "--where: \(key) is a REFERENCE in the schema: compare it with a record name ('\(key) == \"name\"') or REFERENCE(\"name\"), not \(value.type.rawValue.first.map { "AEIOU".contains($0) } == true ? "an" : "a") \(value.type.rawValue) (the condition would match no record)")
+            let form = isList ? "'\(key) CONTAINS \"name\"'" : "'\(key) == \"name\"'"
+            throw UsageError(message: "--where: \(key) is \(isList ? "a LIST<REFERENCE>" : "a REFERENCE") in the schema: compare it with a record name (\(form)) or REFERENCE(\"name\"), not \(value.type.rawValue.first.map { "AEIOU".contains($0) } == true ? "an" : "a") \(value.type.rawValue) (the condition would match no record)")
         }
     }
 
@@ -122,17 +130,18 @@ enum WhereClause {
     private static func checkLiteralKinds(_ predicate: QueryPredicate, by schema: RecordTypeSchema?) throws {
         guard let schema else { return }
         _ = try predicate.mappingValues(of: { literalKind($0, schema) != nil }) { key, value in
-            guard case .field(let name) = key, let type = schema.field(name)?.type else { return value }
+            guard case .field(let name) = key, let field = schema.field(name) else { return value }
+            let type = field.schemaLanguageType
             switch (literalKind(key, schema), value) {
             case (.number?, .string(let text)):
-                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and '\(text)' is a string, which no \(type.rawValue) field holds: the condition would match no record (write a number without quotes)")
+                throw UsageError(message: "--where: \(name) is \(type) in the schema, and '\(text)' is a string, which no \(type) field holds: the condition would match no record (write a number without quotes)")
             case (.string?, .int64), (.string?, .double):
                 let number = switch value {
                 case .int64(let integer): String(integer)
                 case .double(let real): String(real)
                 default: "\(value)"
                 }
-                throw UsageError(message: "--where: \(name) is \(type.rawValue) in the schema, and \(number) is a number, which no \(type.rawValue) field holds: the condition would match no record (quote it: '\(number)')")
+                throw UsageError(message: "--where: \(name) is \(type) in the schema, and \(number) is a number, which no \(type) field holds: the condition would match no record (quote it: '\(number)')")
             default:
                 return value
             }
@@ -224,9 +233,9 @@ enum WhereClause {
     private static func checkSortKeys(_ sorts: [RecordSortDescriptor], of schema: RecordTypeSchema?) throws {
         guard let schema else { return }
         for sort in sorts where sort.distanceFrom == nil {
-            guard case .field(let name) = QueryKey(sort.key), let type = schema.field(name)?.type else { continue }
-            if type.isList || [.location, .bytes, .asset].contains(type) {
-                throw UsageError(message: "--sort \(name): \(name) is \(type.rawValue) in the schema, which has no order (every record would sort as if it had no value); sort by a field that holds one string, number, date or reference")
+            guard case .field(let name) = QueryKey(sort.key), let field = schema.field(name) else { continue }
+            if field.type.isList || [.location, .bytes, .asset].contains(field.type) {
+                throw UsageError(message: "--sort \(name): \(name) is \(field.schemaLanguageType) in the schema, which has no order (every record would sort as if it had no value); sort by a field that holds one string, number, date or reference")
             }
         }
     }

@@ -431,6 +431,7 @@ struct PredicateParserRejectionTests {
         PredicateRejectCase("self CONTAINS[cd] 'x'", column: 14, mentions: "comparison options"),
         PredicateRejectCase("NOT (a == 1 AND b == 2)", column: 1, mentions: "NOT cannot be applied to an AND"),
         PredicateRejectCase("a == 1 AND !(a == 1 && b == 2)", column: 12, mentions: "NOT cannot be applied to an AND"),
+        PredicateRejectCase("NOT ALL {'red', 'green'} IN tags", column: 1, mentions: "nor to ALL"),
         PredicateRejectCase("NOT self CONTAINS 'x'", column: 1, mentions: "self CONTAINS"),
         PredicateRejectCase("NOT (self CONTAINS 'x' AND self CONTAINS 'y')", column: 1, mentions: "NOT cannot"),
         PredicateRejectCase("NOT distanceToLocation:fromLocation:(loc, LOCATION(1, 2)) < 5", column: 1, mentions: "distanceToLocation"),

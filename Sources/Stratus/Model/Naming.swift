@@ -68,7 +68,7 @@ public enum Naming {
             throw StratusError(.invalidArguments, "\(kind) '\(name.prefix(40))…' is longer than \(maximumIdentifierLength) characters")
         }
         guard isLetter(first) else {
-            throw StratusError(.invalidArguments, "\(kind) '\(name)' must start with a letter")
+            throw StratusError(.invalidArguments, "\(kind) '\(name)' must start with a letter (A–Z or a–z)")
         }
         var position = 0
         for byte in bytes {

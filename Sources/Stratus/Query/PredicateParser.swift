@@ -1367,7 +1367,7 @@ extension PredicateParser {
     /// over one comparison, and not with tokenized search, distance or BETWEEN.
     static func negationProblem(_ predicate: QueryPredicate) -> String? {
         switch predicate {
-        case .and: "NOT cannot be applied to an AND; CloudKit allows NOT only over a single comparison"
+        case .and: "NOT cannot be applied to an AND (nor to ALL, which is one: every element must match); CloudKit allows NOT only over a single comparison"
         case .not: "NOT cannot be applied to another NOT; remove both"
         case .all, .none: "NOT cannot be applied to TRUEPREDICATE or FALSEPREDICATE; write the other one"
         case .condition(.tokens): "NOT cannot be used with 'self CONTAINS' (tokenized search) in CloudKit"
