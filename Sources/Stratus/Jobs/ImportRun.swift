@@ -704,13 +704,15 @@ final class ImportRun {
                                    probe: false, pendingItems: pending))
             return
         }
-        if next.writeCount <= ModifyRecordsOperation.maximumAtomicItems, try await zonesAreAtomic(next.zoneIDs) {
+        // The batch is tried all or nothing (in any zone: the try is the job's, not a CloudKit
+        // request); when it fails, what comes before the limit is written without the rejects.
+        if next.writeCount <= ModifyRecordsOperation.maximumAtomicItems {
             let pending = pendingItems(before: endItems)
             inFlight.append(Flight(pending: submit(next, atomic: true, endItems: endItems, pendingItems: pending), batch: next, endItems: endItems, probe: true, pendingItems: pending))
             return
         }
-        // Zones that apply requests item by item: pieces no larger than the allowance + 1, each
-        // settled before the next, so that a piece reaches the limit only with its last item.
+        // A batch too large to try whole: pieces no larger than the allowance + 1, each settled
+        // before the next, so that a piece reaches the limit only with its last item.
         while !next.isEmpty && stop == nil {
             let items = next.itemIndexes
             let size = max(1, options.maximumRejects.map { $0 - rejectsSoFar + 1 } ?? items.count)

@@ -44,9 +44,9 @@ import Synchronization
 /// **Limit.** With ``Options/maximumRejects`` N the import stops at the rejected item that
 /// makes N + 1, whatever rejected it: the items before it are imported, none after it. To
 /// know which item that is before anything after it is written, a batch that could reach the
-/// limit is first tried all or nothing (in zones with the atomic capability) and then written
-/// up to the limit; in other zones such a batch is written in pieces of the remaining
-/// allowance. Without rejects this costs nothing. A resumed import counts the rejects of the
+/// limit is first tried all or nothing (in one transaction, in any zone: the try is the
+/// job's own) and, when it has rejects, written again up to the limit without them. Without
+/// rejects this costs nothing. A resumed import counts the rejects of the
 /// runs before it (``ImportCheckpoint/itemsRejected``, ``Summary/failedInEarlierRuns``): the
 /// limit is the job's, so a run resumed after the limit stopped it stops again at once.
 ///

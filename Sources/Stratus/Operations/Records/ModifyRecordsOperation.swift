@@ -323,7 +323,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             // The limit refuses the request before any of its zones is written, so that the
             // handler CloudKit prescribes (split the request in half, send both) sends nothing
             // twice.
-            if isAtomic, let over = groups.first(where: { $0.count > Self.maximumAtomicItems && $0.mayBeAtomic }) {
+            if isAtomic, let over = groups.first(where: { $0.count > Self.maximumAtomicItems && ($0.mayBeAtomic || isAtomicAcrossZones) }) {
                 return Self.atomicLimitError(over.count)
             }
             for (index, group) in groups.enumerated() {
@@ -620,7 +620,8 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         // A request that writes in the default zone is not atomic, as in CloudKit: that zone
         // has no atomic capability (``ZoneRules/capabilities(of:stored:)``), so its items are
         // written, split and failed one by one like any non-atomic request's.
-        let atomic = isAtomic && ZoneRules.mayBeAtomic(allSaves.lazy.map(\.recordID.zoneID)) && ZoneRules.mayBeAtomic(toDelete.lazy.map(\.zoneID))
+        // A job's all-or-nothing try (``isAtomicAcrossZones``) is one in every zone.
+        let atomic = isAtomic && (isAtomicAcrossZones || ZoneRules.mayBeAtomic(allSaves.lazy.map(\.recordID.zoneID)) && ZoneRules.mayBeAtomic(toDelete.lazy.map(\.zoneID)))
         if atomic {
             var staging: AssetStaging?
             if failed.isEmpty && AssetStaging.isNeeded(ordered) && total <= Self.maximumAtomicItems && !shouldStop {
@@ -878,6 +879,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                                         || modifyRecordsCompletionBlock != nil || recordOutput.hasConsumers)
         request.writesSystemRecords = writesSystemRecords
         request.keepsGivenVersion = keepsGivenVersion
+        request.rollsBackInEveryZone = atomic && isAtomicAcrossZones
         // CloudKit's documented rule for its save policies: "Every time CloudKit saves a record,
         // the server updates the record's change token". Operation types and restores keep
         // re-running an import a no-op.

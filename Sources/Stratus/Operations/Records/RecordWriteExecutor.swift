@@ -20,6 +20,10 @@ struct ModifyRequest: Sendable {
     var writesUnchangedRecords = false
     /// When true, nothing is written if any item fails (in zones with the atomic capability).
     var isAtomic: Bool
+    /// With ``isAtomic``: nothing is written if any item fails, whatever the zones' capabilities.
+    /// No CloudKit request is: a job's own all-or-nothing try (the batch in which an import's
+    /// reject limit may fall, tried whole before it is written record by record).
+    var rollsBackInEveryZone = false
     /// When false, nobody looks at the stored records: a successful save's result may carry
     /// the request's own record instead of a new one with the store's system fields, which
     /// spares a bulk import a record per record.
@@ -212,7 +216,7 @@ enum RecordWriteExecutor {
             let text = progress.textAfterFailures.map { $0(outcome.failureCount) } ?? progress.text
             try transaction.saveJobProgress(progress.job, position: progress.position, text: text)
         }
-        if request.isAtomic, outcome.hasFailure, writer.touchedZonesAreAtomic {
+        if request.isAtomic, outcome.hasFailure, request.rollsBackInEveryZone || writer.touchedZonesAreAtomic {
             throw AtomicRollback(outcome: outcome)
         }
         // The notifications commit with the writes that fired them, or not at all: the
