@@ -307,7 +307,25 @@ public final class RecordReader {
             while i < c.limit && (c.base[i] == 0x20 || c.base[i] == 0x09 || c.base[i] == 0x0D) { i += 1 }
             if i == c.limit && !c.isComplete { throw .needMore }
             let prettyPrinted = i < c.limit && c.base[i] == 0x0A
-            return try Self.isEnvelope(&c) ? .envelope : prettyPrinted ? .json : .ndjson
+            let firstLine = c.pos
+            do throws(ScanFailure) {
+                return try Self.isEnvelope(&c) ? .envelope : prettyPrinted ? .json : .ndjson
+            } catch {
+                if case .needMore = error { throw error }
+                // A broken first line is NDJSON's first rejected record, as any broken line is,
+                // when it is the only line or the next starts as an NDJSON record does.
+                guard !prettyPrinted else { throw error }
+                var end = firstLine
+                while end < c.limit && c.base[end] != 0x0A { end += 1 }
+                if end == c.limit && !c.isComplete { throw .needMore }
+                let next = end + 1
+                if next + 1 >= c.limit {
+                    if !c.isComplete { throw .needMore }
+                    return .ndjson
+                }
+                if c.base[next] == UInt8(ascii: "{"), c.base[next + 1] == UInt8(ascii: "\"") { return .ndjson }
+                throw error
+            }
         }
         input.start = start - input.baseOffset
         return format

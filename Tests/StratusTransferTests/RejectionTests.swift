@@ -193,6 +193,22 @@ struct RejectionTests {
         }
     }
 
+    @Test("a bad first NDJSON line is rejected as any other line is: the lines after it still read")
+    func badFirstLine() throws {
+        let good = #"{"recordName":"good","recordType":"T","fields":{"good":{"value":1}}}"#
+        // A first line that starts with `[` opens a JSON array: that is another format.
+        for bad in Self.badLines where !bad.line.hasPrefix("[") {
+            let items = try readAll(bad.line + "\n" + good + "\n")
+            #expect(items.compactMap(\.record).map(\.recordID.recordName) == ["good"], "\(bad)")
+            #expect(items.compactMap(\.rejection).map(\.line) == [1], "\(bad)")
+        }
+        // Alone, too.
+        let alone = try readAll(#"{bad"# + "\n")
+        #expect(alone.compactMap(\.rejection).map(\.line) == [1] && alone.compactMap(\.record).isEmpty)
+        // A pretty-printed document that is broken is still refused whole.
+        #expect(throws: (any Error).self) { try readAll("{\n  \"records\" [\n") }
+    }
+
     @Test("a record read from JSON and then changed is validated like any other: a bad key set later is refused")
     func changedAfterReading() throws {
         let reader = try RecordReader(data: Data(#"{"recordName":"r1","recordType":"T","fields":{"a":{"value":1,"type":"INT64"}}}"#.utf8), options: RecordReadOptions())
