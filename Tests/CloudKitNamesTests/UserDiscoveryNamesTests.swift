@@ -76,10 +76,34 @@ import Testing
             let (saved, _) = try await database.modifyRecords(saving: [list, share], deleting: [])
             let url = try #require((try saved[share.recordID]?.get() as? CKShare)?.url)
 
-            let metadata = try await grace.shareMetadata(for: url)
-            #expect(metadata.participantPermission == .readWrite)
-            try await grace.accept(metadata)
+            // Grace's app takes the URL and accepts, with the completion handlers of iOS 10.
+            let fetchedMetadata: (CKShare.Metadata?, Error?) = await withCheckedContinuation { continuation in
+                grace.fetchShareMetadata(with: url) { continuation.resume(returning: ($0, $1)) }
+            }
+            let metadata = try #require(fetchedMetadata.0, "\(String(describing: fetchedMetadata.1))")
+            #expect(metadata.participantPermission == .readWrite && metadata.rootRecordID.recordName == "groceries", "the root, in Ada's zone as Grace names it")
+            let acceptance: (CKShare?, Error?) = await withCheckedContinuation { continuation in
+                grace.accept(metadata) { continuation.resume(returning: ($0, $1)) }
+            }
+            #expect(acceptance.0?.recordID.recordName == share.recordID.recordName && acceptance.1 == nil, "\(String(describing: acceptance.1))")
             #expect(try await grace.sharedCloudDatabase.allRecordZones().map(\.zoneID.zoneName) == ["Lists"])
+            #expect(fetch.userIdentityLookupInfos?.count == 1)
+            let root = try await database.record(for: list.recordID)
+            #expect((root.value(forKey: CKRecord.SystemFieldKey.share) as? CKRecord.Reference)?.recordID == share.recordID)
+
+            // A second share, accepted with the batched call.
+            let chores = try await database.save(CKRecord(recordType: "List", recordID: CKRecord.ID(recordName: "chores", zoneID: zone.zoneID)))
+            let choresShare = CKShare(rootRecord: chores)
+            choresShare.addParticipant(try await ada.shareParticipant(forEmailAddress: "grace@example.com"))
+            let (savedChores, _) = try await database.modifyRecords(saving: [chores, choresShare], deleting: [])
+            let choresURL = try #require((try savedChores[choresShare.recordID]?.get() as? CKShare)?.url)
+            let accepted = try await grace.accept([try await grace.shareMetadata(for: choresURL)])
+            #expect(accepted.count == 1 && (try? accepted.values.first?.get())?.recordID.recordName == choresShare.recordID.recordName)
+
+            // A parent is a reference without an action, as CloudKit requires.
+            let item = CKRecord(recordType: "Item", recordID: CKRecord.ID(recordName: "milk", zoneID: zone.zoneID))
+            item.parent = CKRecord.Reference(recordID: list.recordID, action: .deleteSelf)
+            #expect(item.parent?.action == CKRecord.Reference.Action.none)
 
             // The async spellings answer the same.
             #expect(try await ada.userIdentity(forEmailAddress: "GRACE@example.com")?.userRecordID == graceID)

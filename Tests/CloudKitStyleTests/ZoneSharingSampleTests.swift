@@ -13,7 +13,7 @@ import Testing
 // a group's zone as a whole (`CKShare(recordZoneID:)`, found again through the fetched zone's
 // `share`) as the sample writes it; everything else — a zone per group saved before each
 // contact, the private database's zones without the default one and the shared database's
-// (none: accepting shares is not available yet), read with `async let`, each zone's changes read
+// (none: the owner has accepted no share of another user), read with `async let`, each zone's changes read
 // in a task group — is the sample's. Beyond the renames, as in QueriesSampleTests.swift: the sample's files sit in
 // `enum ZoneSharingSample`; Combine's `ObservableObject` and `@Published` are dropped; the
 // container's store file is the test's own.
@@ -447,7 +447,7 @@ extension ZoneSharingSampleTests {
                 Issue.record("state after refresh: \(viewModel.state)")
                 return
             }
-            #expect(sharedGroups.isEmpty, "the shared database is empty: accepting shares is not available yet")
+            #expect(sharedGroups.isEmpty, "the owner's shared database is empty: it accepted no share of another user")
             var byGroup: [String: [String]] = [:]
             for group in privateGroups {
                 byGroup[group.name] = group.contacts.map { contact in contact.name }.sorted()

@@ -45,4 +45,50 @@ extension Container {
         guard let result = accepted.items.first else { throw StratusError(.internalError, "no result for share '\(metadata.share.recordID.recordName)'") }
         return try result.get()
     }
+
+    /// Accepts several shares for the container's user, as `CKContainer.accept(_:)` with an
+    /// array: each share as stored, or its own error.
+    ///
+    /// ```swift
+    /// let results = try await container.accept([first, second])
+    /// let accepted = results.values.compactMap { try? $0.get() }
+    /// ```
+    public func accept(_ metadatas: [Share.Metadata]) async throws -> [Share.Metadata: Result<Share, any Error>] {
+        let accepted = Collector<(Share.Metadata, Result<Share, any Error>)>()
+        try await sharedCloudDatabase.run { finish in
+            let op = AcceptSharesOperation(shareMetadatas: metadatas)
+            op.perShareResultBlock = { metadata, result in accepted.append((metadata, result)) }
+            op.acceptSharesResultBlock = { finish(Database.ignoringPartialFailure($0)) }
+            return op
+        }
+        return Dictionary(accepted.items, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// What the share `url` tells the container's user, handed to `completionHandler`, as
+    /// `CKContainer.fetchShareMetadata(with:completionHandler:)`.
+    ///
+    /// ```swift
+    /// container.fetchShareMetadata(with: url) { metadata, error in … }
+    /// ```
+    @preconcurrency public func fetchShareMetadata(with url: URL, completionHandler: @escaping @Sendable (Share.Metadata?, (any Error)?) -> Void) {
+        let op = FetchShareMetadataOperation(shareURLs: [url])
+        let found = Collector<Result<Share.Metadata, any Error>>()
+        op.perShareMetadataResultBlock = { _, result in found.append(result) }
+        op.fetchShareMetadataResultBlock = { final in Database.answer(item: found.items.first, final: final, completionHandler) }
+        sharedCloudDatabase.add(op)
+    }
+
+    /// Accepts a share for the container's user and hands the share as stored to
+    /// `completionHandler`, as `CKContainer.accept(_:completionHandler:)`.
+    ///
+    /// ```swift
+    /// container.accept(metadata) { share, error in … }
+    /// ```
+    @preconcurrency public func accept(_ metadata: Share.Metadata, completionHandler: @escaping @Sendable (Share?, (any Error)?) -> Void) {
+        let op = AcceptSharesOperation(shareMetadatas: [metadata])
+        let accepted = Collector<Result<Share, any Error>>()
+        op.perShareResultBlock = { _, result in accepted.append(result) }
+        op.acceptSharesResultBlock = { final in Database.answer(item: accepted.items.first, final: final, completionHandler) }
+        sharedCloudDatabase.add(op)
+    }
 }

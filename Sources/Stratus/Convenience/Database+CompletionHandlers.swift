@@ -70,7 +70,7 @@ extension Database {
 
     /// Answers a one-item request: the item's own result if it was reported, else the
     /// operation's final error.
-    private static func answer<Value>(item: Result<Value, any Error>?, final: Result<Void, any Error>,
+    static func answer<Value>(item: Result<Value, any Error>?, final: Result<Void, any Error>,
                                       _ completionHandler: (Value?, (any Error)?) -> Void) {
         switch (item, final) {
         case (.success(let value)?, _): completionHandler(value, nil)

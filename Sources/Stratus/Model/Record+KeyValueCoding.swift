@@ -20,7 +20,7 @@ extension Record {
     /// The value for a key as key-value coding gives it: the field's value (numbers as
     /// `NSNumber`s), or for a system field's name (`recordID`, `recordType`, `creationDate`,
     /// `modificationDate`, `creatorUserRecordID`, `lastModifiedUserRecordID`,
-    /// `recordChangeTag`, `parent`) that property.
+    /// `recordChangeTag`, `parent`, `share`) that property.
     ///
     /// ```swift
     /// let title = record.value(forKey: "title") as! String
@@ -35,6 +35,7 @@ extension Record {
         case "lastModifiedUserRecordID": lastModifiedUserRecordID
         case "recordChangeTag": recordChangeTag
         case "parent": parent
+        case "share": share
         default: self[key]
         }
     }
@@ -145,8 +146,7 @@ extension Record {
         public static let lastModifiedUserRecordID: FieldKey = "lastModifiedUserRecordID"
         /// The record's parent (``Record/parent``), compared by the parent's record name.
         public static let parent: FieldKey = "parent"
-        /// The share a record belongs to in CloudKit (`CKRecord.share`); Stratus keeps no shares,
-        /// so no record has a value for it and it is not a query key.
+        /// The share of a record shared as a hierarchy's root (``Record/share``); not a query key.
         public static let share: FieldKey = "share"
     }
 }

@@ -289,8 +289,9 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
 
     /// The record's parent, like `CKRecord.parent`: a reference to a record in the same zone
     /// that must exist (or be saved in the same request), else the save fails with
-    /// `referenceViolation`. Its action is always `.none`; deleting the parent does not delete
-    /// the child (use a `.deleteSelf` reference field for that).
+    /// `referenceViolation`. Its action is always `.none` (a reference given with another is
+    /// kept as `.none`; CloudKit raises an exception for it); deleting the parent does not
+    /// delete the child (use a `.deleteSelf` reference field for that).
     ///
     /// ```swift
     /// page.parent = Record.Reference(recordID: book.recordID, action: .none)
@@ -300,7 +301,10 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
     /// (``JSONExtras/members``), which described the parent it replaces.
     public final var parent: Reference? {
         get { state.withLock { $0.parent } }
-        set { state.withLock { $0.parent = newValue; $0.parentChanged = true; $0.extras.members["parent"] = nil } }
+        set {
+            let parent = newValue.map { $0.action == .none ? $0 : Reference(recordID: $0.recordID, action: .none) }
+            state.withLock { $0.parent = parent; $0.parentChanged = true; $0.extras.members["parent"] = nil }
+        }
     }
 
     /// The record as the store had it when this copy was fetched (before local changes); for a

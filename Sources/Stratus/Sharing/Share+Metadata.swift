@@ -31,6 +31,14 @@ extension Share {
         /// if let rootID = metadata.hierarchicalRootRecordID { open(rootID) }
         /// ```
         public let hierarchicalRootRecordID: Record.ID?
+        /// The root record's ID, as `CKShare.Metadata.rootRecordID` of the years before
+        /// zone-wide shares: ``hierarchicalRootRecordID``, or for a zone-wide share the share's
+        /// own ID (`cloudkit.zoneshare`), which has no root record.
+        ///
+        /// ```swift
+        /// let rootID = metadata.rootRecordID
+        /// ```
+        public var rootRecordID: Record.ID { hierarchicalRootRecordID ?? share.recordID }
         /// The root record, when the fetch asked for it (``FetchShareMetadataOperation/shouldFetchRootRecord``)
         /// and the share has one.
         ///

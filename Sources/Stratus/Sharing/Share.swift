@@ -18,8 +18,9 @@ import Synchronization
 /// print(stored?.url as Any)            // stratus://share/…
 /// ```
 ///
-/// Not yet available (see the README): accepting shares, share metadata by URL, and
-/// participants reading an owner's records through their shared database.
+/// A participant finds a share by its URL (``Container/shareMetadata(for:shouldFetchRootRecord:)``),
+/// accepts it (`container.accept(metadata)`) and reads the shared records through its
+/// ``Container/sharedCloudDatabase``.
 public final class Share: Record, @unchecked Sendable {
     // `@unchecked Sendable`: as Record's, all mutable state is behind a `Mutex`.
     private let sharing: Mutex<Sharing>

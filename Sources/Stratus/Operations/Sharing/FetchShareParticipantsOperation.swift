@@ -32,7 +32,7 @@ import Foundation
 /// ```
 open class FetchShareParticipantsOperation: DatabaseOperation, @unchecked Sendable {
     /// Who to make participants of.
-    public var userIdentityLookupInfos: [UserIdentity.LookupInfo] = []
+    public var userIdentityLookupInfos: [UserIdentity.LookupInfo]?
     /// Each lookup with its participant or its own error, as
     /// `CKFetchShareParticipantsOperation.perShareParticipantResultBlock`.
     ///
@@ -80,7 +80,7 @@ open class FetchShareParticipantsOperation: DatabaseOperation, @unchecked Sendab
 
     override func execute(engine: any StorageEngine, context: DatabaseContext) throws -> StratusError? {
         _ = try UserDiscovery.caller(in: context)
-        let infos = userIdentityLookupInfos
+        let infos = userIdentityLookupInfos ?? []
         var unaskable: [Int: StratusError] = [:]
         var keys: [UserDiscovery.Key?] = []
         for (index, info) in infos.enumerated() {
