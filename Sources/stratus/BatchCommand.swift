@@ -37,7 +37,12 @@ struct BatchCommand {
         // SIGHUP too when the tool handles it; one it was started ignoring (nohup) stays ignored.
         for number in [SIGPIPE, SIGINT, SIGTERM] + (Interruption.handlesHangup ? [SIGHUP] : []) { sigaddset(&defaults, number) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
+        // Nor does it inherit the signals this thread blocks (a blocked SIGTERM would keep a
+        // process group's stop from reaching it).
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         var environment = ProcessInfo.processInfo.environment
         environment["STRATUS_BATCH_FIRST"] = String(first)
         environment["STRATUS_BATCH_LAST"] = String(last)
@@ -74,7 +79,13 @@ struct BatchCommand {
         let code = (status >> 8) & 0xff
         guard exited && code == 0 else {
             let how = exited ? "exited with status \(code)" : "was killed by signal \(status & 0x7f)"
-            throw CommandFailure(.temporaryFailure, "the --exec command \(how); the batch (places \(first)–\(last)) was not applied and comes again on the next run")
+            let again = "the batch (places \(first)–\(last)) was not applied and comes again on the next run"
+            // The whole process group asked to stop (Ctrl-C, `systemctl stop`): a stop, as when
+            // this process alone was signalled, not a failure of the command.
+            if !exited, [SIGINT, SIGTERM, SIGHUP].contains(status & 0x7f), case let stop = Interruption.signal(waitingUpTo: 5), stop != 0 {
+                throw CommandFailure(ExitCode.stopped(by: stop), "stopped by signal \(stop) while the --exec command ran (it \(how)); \(again)")
+            }
+            throw CommandFailure(.temporaryFailure, "the --exec command \(how); \(again)")
         }
         if writeFailure != 0 && writeFailure != EPIPE {
             throw CommandFailure(.internalError, "cannot write the batch to the --exec command: \(String(cString: strerror(writeFailure)))")

@@ -24,7 +24,7 @@ extension ChangeTokenFile {
         // its place, a restore) is done with, as its help says: no options reach the old store.
         if let mismatch = error.underlyingError as? ServerChangeToken.Mismatch, mismatch.isFromAnotherStore {
             StratusCommand.log("\(command): \(file) holds the position of \(mismatch.tokenHistory); this store is another one (a copy moved into its place, a restore, or another store named)")
-            StratusCommand.log("the token in \(file) belongs to another store: \(startAgain)")
+            StratusCommand.log("the token in \(file) belongs to another store: if --store names the wrong one, run with the store the token was made for; if this store took its place, \(startAgain)")
             return .dataError
         }
         if let mismatch = error.underlyingError as? ServerChangeToken.Mismatch {

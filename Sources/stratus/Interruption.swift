@@ -37,6 +37,15 @@ enum Interruption {
     /// The signal received, or 0.
     static var signal: Int32 { received.load(ordering: .relaxed) }
 
+    /// The signal received, waiting up to `seconds` for one to be noted: a child this process
+    /// ran ended by SIGINT, SIGTERM or SIGHUP may have had it as part of this process's group
+    /// (Ctrl-C, a service manager's stop), and the handler notes it on another thread.
+    static func signal(waitingUpTo seconds: Double) -> Int32 {
+        let deadline = DispatchTime.now() + seconds
+        while signal == 0 && DispatchTime.now() < deadline { usleep(10_000) }
+        return signal
+    }
+
     /// Call once, from the main thread, before the work starts; `stop` runs on the first signal
     /// (from another thread) and asks the work to stop after its current batch.
     static func install(_ stop: @escaping @Sendable () -> Void) {

@@ -23,7 +23,8 @@ struct SubscriptionsCommand: Command {
         fires when the record matched. --zone-wide makes a zone subscription of the --zone zone
         (one notification per write that changes records there), --database-wide a database
         subscription (private and shared databases only, as in CloudKit). list prints each
-        subscription as a line of JSON in the shape of CloudKit's subscriptions/list; delete
+        subscription as a line of JSON in the shape of CloudKit's subscriptions/list, a query
+        subscription's recordType and predicate (as --where takes it) at the top level; delete
         deletes subscriptions by ID. Notifications go to the user's feed in the container: read
         it with `stratus notifications` or `stratus watch`. A subscription that fails is
         reported on stderr and makes the exit code 1.

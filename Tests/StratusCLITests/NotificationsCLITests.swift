@@ -310,6 +310,34 @@ struct NotificationsCLITests {
         #expect(await holder.wait().exitCode == 143)
     }
 
+    @Test("watch --exec: a stop signal that reaches the --exec command too (the process group's: Ctrl-C, a service manager's stop) ends with 143, not 75; the batch comes again")
+    func watchStoppedWithItsExecCommand() async throws {
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        let fixture = try NotificationFixture(.sqlite)
+        let database = try fixture.container().publicCloudDatabase
+        #expect(try await fixture.run(stratus, ["subscriptions", "create", "notes", "--type", "Note"] + fixture.options()).exitCode == 0)
+        try await database.save(makeRecord("Note", "first"))
+        let tokenFile = fixture.folder.path("watch.token")
+        // The command signals its parent, as a group's signal does, and then dies of the same.
+        let stopped = try await fixture.run(stratus, ["watch", "--token-file", tokenFile, "--exec", "kill -TERM $PPID; kill -TERM $$"] + fixture.options())
+        #expect(stopped.exitCode == 143 && !stopped.killed, "\(stopped.exitCode) \(stopped.stderr)")
+        #expect(stopped.stderr.contains("comes again"), "\(stopped.stderr)")
+        let again = try await fixture.run(stratus, ["notifications", "--token-file", tokenFile] + fixture.options())
+        #expect(again.exitCode == 0 && again.stdout.contains("\"first\""), "\(again.stdout) \(again.stderr)")
+    }
+
+    @Test("a development token given to a production run names both feeds plainly, the environment in parentheses")
+    func tokenOfAnotherEnvironment() async throws {
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        let fixture = try NotificationFixture(.sqlite)
+        #expect(try await fixture.run(stratus, ["subscriptions", "create", "notes", "--type", "Note"] + fixture.options()).exitCode == 0)
+        try await fixture.container().publicCloudDatabase.save(makeRecord("Note", "first"))
+        let tokenFile = fixture.folder.path("dev.token")
+        #expect(try await fixture.run(stratus, ["notifications", "--token-file", tokenFile] + fixture.options()).exitCode == 0)
+        let refused = try await fixture.run(stratus, ["notifications", "--token-file", tokenFile, "--environment", "production"] + fixture.options())
+        #expect(refused.exitCode == 64 && refused.stderr.contains("(production)") && !refused.stderr.contains("\\u{1F}"), "\(refused.exitCode) \(refused.stderr)")
+    }
+
     // SQLite only: a file replaced under its path; a PostgreSQL store replaced by a copy is
     // another URL (tokenOfAReplacedStore).
     @Test("watch on SQLite ends with 70 naming the store when its file is replaced under it (a restore), instead of following a file nobody writes")

@@ -164,6 +164,43 @@ struct ChangesCLITests {
         }
     }
 
+    @Test("--output: a killed run's tail is cut off also after the link beside the token file was removed; a token whose output lines are damaged is refused", arguments: TestEngine.all)
+    func outputCutBackWithoutItsLink(engine: TestEngine) async throws {
+        let stratus = try ChildProcess.builtExecutable("stratus")
+        try await CLIStoreFixture.with(engine) { fixture async throws in
+            let database = fixture.container().privateCloudDatabase
+            try await database.save(makeRecord("Note", "one"))
+            let tokenFile = fixture.store.path("t.token")
+            let out1 = fixture.store.path("export-1.ndjson"), out2 = fixture.store.path("export-2.ndjson")
+            let arguments = ["changes", "--token-file", tokenFile] + Self.options(fixture)
+            #expect(try await ZoneTestProgram.run(stratus, arguments + ["--output", out1], in: fixture.store).exitCode == 0)
+            let committed = try Data(contentsOf: URL(fileURLWithPath: out1))
+            let folder = URL(fileURLWithPath: tokenFile).deletingLastPathComponent().path
+            let links = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix("t.token.output-") }
+            #expect(links.count == 1, "\(links)")
+            for link in links { try FileManager.default.removeItem(atPath: folder + "/" + link) }
+
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out1))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("{\"recordName\":\"uncommitted\"}\n".utf8))
+            try handle.close()
+            try await database.save(makeRecord("Note", "two"))
+            let next = try await ZoneTestProgram.run(stratus, arguments + ["--output", out2], in: fixture.store)
+            #expect(next.exitCode == 0, "\(next.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: out1)) == committed, "the uncommitted tail is cut away through the file's path")
+
+            // Output lines that do not read are damage, as an unknown line is.
+            let text = try String(contentsOfFile: tokenFile, encoding: .utf8)
+            for (what, damaged) in [("length", text.replacingOccurrences(of: #"output-length=\d+"#, with: "output-length=abc", options: .regularExpression)),
+                                    ("file", text.replacingOccurrences(of: #"output-file=[0-9:]+"#, with: "output-file=zzz", options: .regularExpression))] {
+                #expect(damaged != text, "\(what): \(text)")
+                try damaged.write(toFile: tokenFile, atomically: true, encoding: .utf8)
+                let refused = try await ZoneTestProgram.run(stratus, arguments + ["--output", out2], in: fixture.store)
+                #expect(refused.exitCode == 65 && refused.stderr.contains("output lines"), "\(what): \(refused.exitCode) \(refused.stderr)")
+            }
+        }
+    }
+
     @Test("--output: an output file the consumer deleted, made again under the same name (often with the same inode number), is a new file: no NUL bytes, no refusal", arguments: TestEngine.all)
     func deletedOutputNameReused(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")

@@ -85,7 +85,11 @@ public struct NotificationFeedID: Hashable, Sendable, CustomStringConvertible {
         self.subscriber = subscriber
     }
 
-    public var description: String { "the notifications of \(subscriber) in \(containerIdentifier)" }
+    public var description: String {
+        // A production feed's container is stored with its environment after a separator.
+        let parts = containerIdentifier.split(separator: "\u{1F}", maxSplits: 1)
+        return "the notifications of \(subscriber) in \(parts.count == 2 ? "\(parts[0]) (\(parts[1]))" : containerIdentifier)"
+    }
 }
 
 extension DatabaseContext {

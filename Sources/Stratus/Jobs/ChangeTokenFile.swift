@@ -75,9 +75,23 @@ public final class ChangeTokenFile: ChangeTokenStore {
             }
         }
         let values = try Self.values(in: lines.dropFirst(), of: file)
-        if let identity = values["output-file"], let length = values["output-length"].flatMap({ Int64($0) }), let outputPath = values["output-path"] {
+        let outputKeys = ["output-file", "output-length", "output-path", "output-link"]
+        if outputKeys.contains(where: { values[$0] != nil }) {
+            // The committed output is what lets the next run cut a killed run's tail off: a
+            // token that names it in part, or unreadably, is damaged, not a token without one.
+            guard let identity = values["output-file"], Self.isFileIdentity(identity),
+                  let length = values["output-length"].flatMap({ Int64($0) }), length >= 0,
+                  let outputPath = values["output-path"], !outputPath.isEmpty, values["output-link"]?.isEmpty != true else {
+                throw file.refusal(.damaged("its output lines (output-file, output-length, output-path) are incomplete or unreadable"))
+            }
             outputCommit = OutputCommit(fileIdentity: identity, length: length, path: outputPath, link: values["output-link"])
         }
+    }
+
+    /// Whether `text` is a file's identity as the token file writes it: `device:inode`.
+    private static func isFileIdentity(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        return parts.count == 2 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isASCII) && UInt64($0) != nil }
     }
 
     /// The `key=value` lines after the token.
