@@ -192,21 +192,19 @@ final class ChangeOutput {
     /// Truncates the committed output file to its committed length. Through its link, the
     /// file is found wherever it went; without one (older token files), only at its path.
     private func cutBack(_ committed: ChangeTokenFile.OutputCommit) throws {
-        var descriptor = open(committed.link ?? committed.path, O_WRONLY | O_CLOEXEC)
-        // The link removed (taken for a stray file): the file may still be at its path, which
-        // the identity check below tells.
-        let lostLink = descriptor < 0 ? committed.link : nil
-        if lostLink != nil { descriptor = open(committed.path, O_WRONLY | O_CLOEXEC) }
-        func noteLostLink() {
-            guard let lostLink else { return }
-            StratusCommand.log("the link \(lostLink) that held the output file \(committed.path) is gone, and so is that file: if a run was killed after its last commit, what it wrote after it could not be cut off (leave the links the token file names)")
+        let descriptor = open(committed.link ?? committed.path, O_WRONLY | O_CLOEXEC)
+        if descriptor < 0, let link = committed.link {
+            // Removed (taken for a stray file). The file at the output's path is not looked at:
+            // without the link its inode may belong to a new file made under that name.
+            StratusCommand.log("the link \(link) that held the output file \(committed.path) was removed: if a run was killed after its last commit, what it wrote after it was not cut off (leave the links the token file names)")
+            return
         }
         // Gone (rotated or deleted, and no link): nothing of it is uncommitted.
-        guard descriptor >= 0 else { return noteLostLink() }
+        guard descriptor >= 0 else { return }
         var kept = false
         defer { if !kept { close(descriptor) } }
         let (identity, size) = try FileDescriptorOutput.identity(of: descriptor)
-        guard identity == committed.fileIdentity else { return noteLostLink() }
+        guard identity == committed.fileIdentity else { return }
         // A device an older version recorded as an output (`/dev/null`): nothing to cut back.
         var kind = stat()
         guard fstat(descriptor, &kind) == 0, kind.st_mode & S_IFMT == S_IFREG else { return }

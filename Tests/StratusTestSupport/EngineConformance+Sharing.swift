@@ -123,6 +123,12 @@ extension EngineConformance {
         let last = try #require(try await database.record(for: share.recordID) as? Share)
         #expect(last.participants.count == 2 && last.url == url)
         #expect(try await database.record(for: root.recordID).share?.recordID == share.recordID, "saving the share again keeps its root's link")
+
+        // An operation type (CloudKit Web Services' forceUpdate, an import's mode) keeps its
+        // meaning for shares: only the save policies check a share's tag.
+        let kinds = try await TestDatabase.saveKinds([fetched], in: database, writeMode: .forceUpdate)
+        #expect(kinds == [.updated], "\(kinds)")
+        #expect(try #require(try await database.record(for: share.recordID) as? Share).publicPermission == .readWrite)
     }
 
     private static func sharePlacement(_ env: Environment) async throws {

@@ -164,7 +164,7 @@ struct ChangesCLITests {
         }
     }
 
-    @Test("--output: a killed run's tail is cut off also after the link beside the token file was removed; a token whose output lines are damaged is refused", arguments: TestEngine.all)
+    @Test("--output: a run whose token's link was removed says that a killed run's tail could not be cut off; a token whose output lines are damaged is refused", arguments: TestEngine.all)
     func outputCutBackWithoutItsLink(engine: TestEngine) async throws {
         let stratus = try ChildProcess.builtExecutable("stratus")
         try await CLIStoreFixture.with(engine) { fixture async throws in
@@ -187,7 +187,9 @@ struct ChangesCLITests {
             try await database.save(makeRecord("Note", "two"))
             let next = try await ZoneTestProgram.run(stratus, arguments + ["--output", out2], in: fixture.store)
             #expect(next.exitCode == 0, "\(next.stderr)")
-            #expect(try Data(contentsOf: URL(fileURLWithPath: out1)) == committed, "the uncommitted tail is cut away through the file's path")
+            // Without the link, the file at the path could be a new one that took the inode: left.
+            #expect(try Data(contentsOf: URL(fileURLWithPath: out1)).count > committed.count)
+            #expect(next.stderr.contains("was removed") && next.stderr.contains("not cut off"), "\(next.stderr)")
 
             // Output lines that do not read are damage, as an unknown line is.
             let text = try String(contentsOfFile: tokenFile, encoding: .utf8)
@@ -196,7 +198,7 @@ struct ChangesCLITests {
                 #expect(damaged != text, "\(what): \(text)")
                 try damaged.write(toFile: tokenFile, atomically: true, encoding: .utf8)
                 let refused = try await ZoneTestProgram.run(stratus, arguments + ["--output", out2], in: fixture.store)
-                #expect(refused.exitCode == 65 && refused.stderr.contains("output lines"), "\(what): \(refused.exitCode) \(refused.stderr)")
+                #expect(refused.exitCode == 65 && refused.stderr.contains("does not read"), "\(what): \(refused.exitCode) \(refused.stderr)")
             }
         }
     }

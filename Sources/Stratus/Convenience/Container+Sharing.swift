@@ -53,6 +53,9 @@ extension Container {
     /// let results = try await container.accept([first, second])
     /// let accepted = results.values.compactMap { try? $0.get() }
     /// ```
+    ///
+    /// - Throws: a failure of the request as a whole (the store cannot be reached); each
+    ///   share's own failure is its result.
     public func accept(_ metadatas: [Share.Metadata]) async throws -> [Share.Metadata: Result<Share, any Error>] {
         let accepted = Collector<(Share.Metadata, Result<Share, any Error>)>()
         try await sharedCloudDatabase.run { finish in

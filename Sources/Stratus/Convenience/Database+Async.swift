@@ -129,6 +129,10 @@ extension Database {
     /// ```swift
     /// let todos = try await database.perform(Query(recordType: "Todo"), inZoneWith: nil)
     /// ```
+    ///
+    /// - Throws: the query's error, as ``records(matching:inZoneWith:desiredKeys:resultsLimit:)``
+    ///   (`zoneNotFound` for a zone that does not exist, `invalidArguments` for a query the store
+    ///   refuses).
     public func perform(_ query: Query, inZoneWith zoneID: RecordZone.ID?) async throws -> [Record] {
         let (matches, _) = try await records(matching: query, inZoneWith: zoneID)
         // As the completion-handler form: records that matched but could not be read are left out.

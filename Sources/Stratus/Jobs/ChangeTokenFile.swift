@@ -75,17 +75,20 @@ public final class ChangeTokenFile: ChangeTokenStore {
             }
         }
         let values = try Self.values(in: lines.dropFirst(), of: file)
-        let outputKeys = ["output-file", "output-length", "output-path", "output-link"]
-        if outputKeys.contains(where: { values[$0] != nil }) {
-            // The committed output is what lets the next run cut a killed run's tail off: a
-            // token that names it in part, or unreadably, is damaged, not a token without one.
-            guard let identity = values["output-file"], Self.isFileIdentity(identity),
-                  let length = values["output-length"].flatMap({ Int64($0) }), length >= 0,
-                  let outputPath = values["output-path"], !outputPath.isEmpty, values["output-link"]?.isEmpty != true else {
-                throw file.refusal(.damaged("its output lines (output-file, output-length, output-path) are incomplete or unreadable"))
-            }
+        // The committed output is what lets the next run cut a killed run's tail off: a line of
+        // it that does not read is damage, not a token without one. (Versions before output
+        // paths were kept wrote the file and its length alone: those name no output to cut.)
+        if let identity = values["output-file"], !Self.isFileIdentity(identity) { throw Self.damagedOutput(file, "output-file") }
+        if let length = values["output-length"], (Int64(length) ?? -1) < 0 { throw Self.damagedOutput(file, "output-length") }
+        if values["output-path"]?.isEmpty == true { throw Self.damagedOutput(file, "output-path") }
+        if values["output-link"]?.isEmpty == true { throw Self.damagedOutput(file, "output-link") }
+        if let identity = values["output-file"], let length = values["output-length"].flatMap({ Int64($0) }), let outputPath = values["output-path"] {
             outputCommit = OutputCommit(fileIdentity: identity, length: length, path: outputPath, link: values["output-link"])
         }
+    }
+
+    private static func damagedOutput(_ file: JobFile, _ key: String) -> JobFileError {
+        file.refusal(.damaged("its \(key) line, which names the output a killed run's tail is cut from, does not read"))
     }
 
     /// Whether `text` is a file's identity as the token file writes it: `device:inode`.

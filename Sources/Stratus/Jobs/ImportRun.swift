@@ -682,7 +682,7 @@ final class ImportRun {
             if stop != nil { return }
         }
         // A batch of records a parent released may end where the one before it ended.
-        let endItems = max(requestedEnd, submittedEnd)
+        var endItems = max(requestedEnd, submittedEnd)
         submittedEnd = endItems
         guard let maximum = options.maximumRejects else {
             let pending = pendingItems(before: endItems)
@@ -693,8 +693,11 @@ final class ImportRun {
         // the limit falls before anything after it is written. Nothing is in flight now.
         let allowance = maximum - rejectsSoFar
         if next.rejections.count > allowance {
-            // The input's own rejects already pass the limit: nothing after that one is written.
-            next = next.prefix(before: next.rejectionItems[allowance] + 1)
+            // The input's own rejects already pass the limit: nothing after that one is written,
+            // and the batch (the progress its transaction records) ends there.
+            let cut = next.rejectionItems[allowance] + 1
+            next = next.prefix(before: cut)
+            endItems = max(cut, settledEnd)
         }
         if next.count <= allowance || next.writeCount == 0 {
             let pending = pendingItems(before: endItems)
@@ -706,13 +709,16 @@ final class ImportRun {
         }
         // The batch is tried all or nothing (in any zone: the try is the job's, not a CloudKit
         // request); when it fails, what comes before the limit is written without the rejects.
-        if next.writeCount <= ModifyRecordsOperation.maximumAtomicItems {
+        // The shared database writes each owner's records in a transaction of their own, so
+        // there a try is all or nothing only for one owner's zones.
+        let isOneTransaction = database.databaseScope != .shared || Set(next.zoneIDs.map(\.ownerName)).count <= 1
+        if next.writeCount <= ModifyRecordsOperation.maximumAtomicItems, isOneTransaction {
             let pending = pendingItems(before: endItems)
             inFlight.append(Flight(pending: submit(next, atomic: true, endItems: endItems, pendingItems: pending), batch: next, endItems: endItems, probe: true, pendingItems: pending))
             return
         }
-        // A batch too large to try whole: pieces no larger than the allowance + 1, each settled
-        // before the next, so that a piece reaches the limit only with its last item.
+        // A batch that cannot be tried whole: pieces no larger than the allowance + 1, each
+        // settled before the next, so that a piece reaches the limit only with its last item.
         while !next.isEmpty && stop == nil {
             let items = next.itemIndexes
             let size = max(1, options.maximumRejects.map { $0 - rejectsSoFar + 1 } ?? items.count)

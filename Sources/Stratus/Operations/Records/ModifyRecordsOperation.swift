@@ -96,9 +96,10 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
     /// ```
     public var isAtomic = true
     /// An atomic request written in one transaction whatever zones it touches, instead of
-    /// zone by zone as CloudKit writes it: for jobs whose bookkeeping needs all or nothing
-    /// across zones (an import's atomic run, and the batch that finds where its reject limit
-    /// falls).
+    /// zone by zone as CloudKit writes it, and all or nothing also in zones without the atomic
+    /// capability (the default zone): for jobs whose bookkeeping needs all or nothing across
+    /// zones (an import's atomic run, and the batch that finds where its reject limit falls).
+    /// In the shared database, each owner's part is a transaction of its own.
     var isAtomicAcrossZones = false
     /// Each record to save, with the record as stored (its new change tag and dates) or its
     /// own error, as `CKModifyRecordsOperation.perRecordSaveBlock`.
@@ -884,6 +885,7 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         // the server updates the record's change token". Operation types and restores keep
         // re-running an import a no-op.
         request.writesUnchangedRecords = writeMode == nil && !preservesSystemFields
+        request.savesThroughSavePolicy = writeMode == nil && !preservesSystemFields
         // The executor looks deletions up by ID: owners of other batches' deletions do no harm.
         request.deletedRecordOwners = deletedRecordOwners
         request.simulation = simulation

@@ -20,6 +20,11 @@ struct ModifyRequest: Sendable {
     var writesUnchangedRecords = false
     /// When true, nothing is written if any item fails (in zones with the atomic capability).
     var isAtomic: Bool
+    /// The saves go through CloudKit's save policies (not a `writeMode`, nor a restore), under
+    /// which CloudKit saves a share as `.ifServerRecordUnchanged` whatever the policy: a device
+    /// holding a stale share gets `serverRecordChanged` instead of overwriting another's
+    /// participants.
+    var savesThroughSavePolicy = false
     /// With ``isAtomic``: nothing is written if any item fails, whatever the zones' capabilities.
     /// No CloudKit request is: a job's own all-or-nothing try (the batch in which an import's
     /// reject limit may fall, tried whole before it is written record by record).
@@ -45,6 +50,12 @@ struct ModifyRequest: Sendable {
     /// owner (``Record/JSONExtras/ownerRecordName``) is not deleted, as a save of it is not
     /// written over (``Writer/ownerConflict(_:existing:)``).
     var deletedRecordOwners: [Record.ID: String] = [:]
+
+    /// The mode `save` is written in: ``writeMode``, but a share saved through a save policy
+    /// (``savesThroughSavePolicy``) checks its change tag.
+    func writeMode(for save: PreparedSave) -> RecordWriteMode {
+        savesThroughSavePolicy && writeMode == .forceUpdate && ShareRules.isShare(save) ? .ifServerRecordUnchanged : writeMode
+    }
 
     init(saves: [PreparedSave], recordIDsToDelete: [Record.ID] = [], writeMode: RecordWriteMode, preservesSystemFields: Bool = false,
          isAtomic: Bool, returnsSavedRecords: Bool = true) {
@@ -378,7 +389,7 @@ enum RecordWriteExecutor {
             var resolutions: [RecordWriteRules.Resolution] = []
             for save in saves[start...].prefix(RecordWriteExecutor.maximumNewRun) {
                 guard save.recordID.zoneID.isSameZone(as: first.recordID.zoneID), save.parent == nil, !saved.contains(save.recordID), !shares.mustSee(save),
-                      case .success(let new) = RecordWriteRules.resolve(save, existing: nil, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields, context: context, now: now),
+                      case .success(let new) = RecordWriteRules.resolve(save, existing: nil, mode: request.writeMode(for: save), preservingSystemFields: request.preservesSystemFields, context: context, now: now),
                       new.kind == .created, try typeRules.admitsNewRow(save, in: transaction) else { break }
                 // A new record stores exactly its incoming values: the document prepared with it.
                 // Its document is the one prepared, unless the save changed what it keeps of the JSON.
@@ -484,7 +495,7 @@ enum RecordWriteExecutor {
                 // records others created is not refused (and a refusal reveals no conflict),
                 // when the caller may read them.
                 if let existing, try typeRules.mayRead(existing, in: transaction) {
-                    if case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields,
+                    if case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode(for: save), preservingSystemFields: request.preservesSystemFields,
                                                                                  writingUnchanged: request.writesUnchangedRecords, context: context, now: now),
                        same.kind == .unchanged {
                         return .success((existing, .unchanged))
@@ -508,7 +519,7 @@ enum RecordWriteExecutor {
             // grant) is answered with what it sent, never the stored record's other values.
             let readsStored = try existing.map { try typeRules.mayRead($0, in: transaction) } ?? true
             var resolution: RecordWriteRules.Resolution
-            switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode, preservingSystemFields: request.preservesSystemFields,
+            switch RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode(for: save), preservingSystemFields: request.preservesSystemFields,
                                             keepingGivenVersion: request.keepsGivenVersion, writingUnchanged: request.writesUnchangedRecords,
                                             newRecordCreator: typeRules.systemCreator(of: save), context: context, now: now) {
             case .success(let resolved): resolution = resolved

@@ -36,15 +36,6 @@ public enum RecordWriteMode: String, Hashable, Sendable, Codable, CaseIterable {
         }
     }
 
-    /// The mode a save of a record of `recordType` runs in. CloudKit saves a share as
-    /// `.ifServerRecordUnchanged` whatever the save policy, so that a device holding a stale
-    /// share gets `serverRecordChanged` instead of overwriting another's participants; a
-    /// restore (an import, a copy: `preservingSystemFields`) writes shares as it writes records.
-    func applied(to recordType: Record.RecordType, preservingSystemFields: Bool) -> RecordWriteMode {
-        guard self == .forceUpdate, !preservingSystemFields, recordType == Record.SystemType.share else { return self }
-        return .ifServerRecordUnchanged
-    }
-
     /// Whether the mode compares change tags (and so always stores a new tag).
     public var checksChangeTag: Bool { self == .ifServerRecordUnchanged || self == .update || self == .replace }
 
@@ -129,7 +120,6 @@ enum RecordWriteRules {
         writingUnchanged: Bool = false, newRecordCreator: Record.ID? = nil, context: DatabaseContext, now: Date
     ) -> Result<Resolution, StratusError> {
         let incoming = save.record
-        let mode = mode.applied(to: incoming.recordType, preservingSystemFields: preservingSystemFields)
         let name = incoming.recordID.recordName
         if let existing, existing.recordType != incoming.recordType {
             return .failure(StratusError(.invalidArguments, "record '\(name)' exists with type '\(existing.recordType)', not '\(incoming.recordType)'", recordID: incoming.recordID))
@@ -139,7 +129,9 @@ enum RecordWriteRules {
         case (.ifServerRecordUnchanged, nil, let tag?):
             return .failure(StratusError(.unknownItem, "record '\(name)' with change tag \(tag) no longer exists", recordID: incoming.recordID))
         case (.ifServerRecordUnchanged, let server?, nil):
-            return .failure(conflict(incoming, server: server, "record '\(name)' already exists; fetch it and save the fetched record, or use the .allKeys or .changedKeys save policy"))
+            let otherwise = incoming.recordType == Record.SystemType.share
+                ? " (CloudKit checks a share's change tag whatever the save policy)" : ", or use the .allKeys or .changedKeys save policy"
+            return .failure(conflict(incoming, server: server, "record '\(name)' already exists; fetch it and save the fetched record\(otherwise)"))
         case (.create, let server?, _):
             return .failure(conflict(incoming, server: server, "record '\(name)' already exists, and create only makes new records"))
         case (.update, nil, _), (.replace, nil, _):
