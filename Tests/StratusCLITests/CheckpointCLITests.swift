@@ -123,35 +123,39 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("a resumed import counts the rejects of the runs before it: exit 1 though the last run rejected nothing, and --max-errors is the job's limit", arguments: TestEngine.all)
+    @Test("a resumed import counts the rejects of the runs before it: exit 1 though the last run rejected nothing, and --max-errors is the job's limit; the record after the one that stopped it is imported on resume, in the default zone and in an atomic zone", arguments: TestEngine.all)
     func rejectsCountAcrossRuns(engine: TestEngine) async throws {
-        try await TemporaryStore.with { store in
-            let cli = try await CLI(store, engine: engine)
-            try await cli.createStore()
-            var text = ""
-            for i in 1...30 {
-                // Lines 4 and 9 have no recordName; the rest are good.
-                text += i == 4 || i == 9 ? #"{"recordType":"T","fields":{}}"# : #"{"recordName":"r\#(i)","recordType":"T","fields":{}}"#
-                text += "\n"
+        for zone in [nil, "Z"] {
+            try await TemporaryStore.with { store in
+                let cli = try await CLI(store, engine: engine)
+                try await cli.createStore()
+                let inZone = zone.map { ["--zone", $0] } ?? []
+                if let zone { #expect(try await cli.run(["zones", "create", zone]).exitCode == 0) }
+                var text = ""
+                for i in 1...30 {
+                    // Lines 4 and 9 have no recordName; the rest are good.
+                    text += i == 4 || i == 9 ? #"{"recordType":"T","fields":{}}"# : #"{"recordName":"r\#(i)","recordType":"T","fields":{}}"#
+                    text += "\n"
+                }
+                let input = try cli.file("in.ndjson", text)
+                let checkpoint = store.path("limit.checkpoint")
+                let arguments = ["import", input, "--checkpoint", checkpoint, "--batch-size", "5"] + inZone
+                let first = try await cli.run(arguments + ["--max-errors", "1"])
+                #expect(first.exitCode == 65 && first.stderr.contains("stopped at the rejected record that made 2 (--max-errors 1)"), "\(first)")
+                #expect(try await cli.count("T", extra: inZone) == 7, "lines 1-3, 5-8: everything before line 9")
+
+                // The same command again: the job already passed its limit, so it stops at once.
+                let again = try await cli.run(arguments + ["--max-errors", "1"])
+                #expect(again.exitCode == 65 && again.stderr.contains("rejected 2 input items, more than --max-errors 1 allows"), "\(again)")
+                #expect(try await cli.count("T", extra: inZone) == 7, "nothing more written")
+                #expect(cli.exists(checkpoint), "kept, for a run with a larger limit")
+
+                let rest = try await cli.run(arguments + ["--max-errors", "5"])
+                #expect(rest.exitCode == 1, "two of the job's lines were rejected: \(rest)")
+                #expect(rest.stderrLines.last?.hasPrefix("imported 21, updated 0, unchanged 0, failed 0 (and 2 in earlier runs)") == true, "\(zone ?? "default zone"): \(rest)")
+                #expect(try await cli.count("T", extra: inZone) == 28, "line 10, right after the stopping reject, too")
+                #expect(!cli.exists(checkpoint), "the job is done")
             }
-            let input = try cli.file("in.ndjson", text)
-            let checkpoint = store.path("limit.checkpoint")
-            let arguments = ["import", input, "--checkpoint", checkpoint, "--batch-size", "5"]
-            let first = try await cli.run(arguments + ["--max-errors", "1"])
-            #expect(first.exitCode == 65 && first.stderr.contains("stopped at the rejected record that made 2 (--max-errors 1)"), "\(first)")
-            #expect(try await cli.count("T") == 7, "lines 1-3, 5-8: everything before line 9")
-
-            // The same command again: the job already passed its limit, so it stops at once.
-            let again = try await cli.run(arguments + ["--max-errors", "1"])
-            #expect(again.exitCode == 65 && again.stderr.contains("rejected 2 input items, more than --max-errors 1 allows"), "\(again)")
-            #expect(try await cli.count("T") == 7, "nothing more written")
-            #expect(cli.exists(checkpoint), "kept, for a run with a larger limit")
-
-            let rest = try await cli.run(arguments + ["--max-errors", "5"])
-            #expect(rest.exitCode == 1, "two of the job's lines were rejected: \(rest)")
-            #expect(rest.stderrLines.last?.hasPrefix("imported 21, updated 0, unchanged 0, failed 0 (and 2 in earlier runs)") == true, "\(rest)")
-            #expect(try await cli.count("T") == 28)
-            #expect(!cli.exists(checkpoint), "the job is done")
         }
     }
 
