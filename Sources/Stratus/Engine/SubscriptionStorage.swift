@@ -86,9 +86,9 @@ public struct NotificationFeedID: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        // A production feed's container is stored with its environment after a separator.
-        let parts = containerIdentifier.split(separator: "\u{1F}", maxSplits: 1)
-        return "the notifications of \(subscriber) in \(parts.count == 2 ? "\(parts[0]) (\(parts[1]))" : containerIdentifier)"
+        // The feed is keyed by the storage container, which holds the environment.
+        let (container, environment) = Container.Environment.split(storageContainer: containerIdentifier)
+        return "the notifications of \(subscriber) in \(container)" + (environment == .development ? "" : " (\(environment))")
     }
 }
 

@@ -885,7 +885,6 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
         // the server updates the record's change token". Operation types and restores keep
         // re-running an import a no-op.
         request.writesUnchangedRecords = writeMode == nil && !preservesSystemFields
-        request.savesThroughSavePolicy = writeMode == nil && !preservesSystemFields
         // The executor looks deletions up by ID: owners of other batches' deletions do no harm.
         request.deletedRecordOwners = deletedRecordOwners
         request.simulation = simulation

@@ -20,11 +20,6 @@ struct ModifyRequest: Sendable {
     var writesUnchangedRecords = false
     /// When true, nothing is written if any item fails (in zones with the atomic capability).
     var isAtomic: Bool
-    /// The saves go through CloudKit's save policies (not a `writeMode`, nor a restore), under
-    /// which CloudKit saves a share as `.ifServerRecordUnchanged` whatever the policy: a device
-    /// holding a stale share gets `serverRecordChanged` instead of overwriting another's
-    /// participants.
-    var savesThroughSavePolicy = false
     /// With ``isAtomic``: nothing is written if any item fails, whatever the zones' capabilities.
     /// No CloudKit request is: a job's own all-or-nothing try (the batch in which an import's
     /// reject limit may fall, tried whole before it is written record by record).
@@ -52,9 +47,11 @@ struct ModifyRequest: Sendable {
     var deletedRecordOwners: [Record.ID: String] = [:]
 
     /// The mode `save` is written in: ``writeMode``, but a share saved through a save policy
-    /// (``savesThroughSavePolicy``) checks its change tag.
+    /// (``writesUnchangedRecords``) checks its change tag, as CloudKit saves a share as
+    /// `.ifServerRecordUnchanged` whatever the policy: a device holding a stale share gets
+    /// `serverRecordChanged` instead of overwriting another's participants.
     func writeMode(for save: PreparedSave) -> RecordWriteMode {
-        savesThroughSavePolicy && writeMode == .forceUpdate && ShareRules.isShare(save) ? .ifServerRecordUnchanged : writeMode
+        writesUnchangedRecords && writeMode == .forceUpdate && ShareRules.isShare(save) ? .ifServerRecordUnchanged : writeMode
     }
 
     init(saves: [PreparedSave], recordIDsToDelete: [Record.ID] = [], writeMode: RecordWriteMode, preservesSystemFields: Bool = false,
