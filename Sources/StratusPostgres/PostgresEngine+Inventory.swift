@@ -14,7 +14,7 @@ extension PostgresEngine {
                 SELECT container, db, owner, zone_name, zone_owner, capabilities, zone_id FROM zones ORDER BY container, db, owner, zone_name, zone_owner
                 """) {
                 let zone = RecordZone(zoneID: Self.zoneID(name: try row.text(3) ?? "", owner: try row.text(4) ?? ""),
-                                      capabilities: RecordZone.Capabilities(rawValue: Int(try row.int64(5) ?? 0)))
+                                      capabilities: RecordZone.Capabilities(rawValue: UInt(truncatingIfNeeded: try row.int64(5) ?? 0)))
                 databases.add(storageContainer: try row.text(0) ?? "", scope: Database.Scope(rawValue: Int(try row.int64(1) ?? 1)) ?? .public, owner: try row.text(2) ?? "",
                               zone: StoreInventory.ZoneEntry(zone: zone, recordCounts: counts[try row.int64(6) ?? 0] ?? [:]))
             }

@@ -12,7 +12,7 @@ extension PostgresEngine {
                 SELECT zone_name, zone_owner, capabilities FROM zones WHERE container = $1 AND db = $2 AND owner = $3 ORDER BY zone_name, zone_owner
                 """, Self.databaseKey(database)).map { row in
                 RecordZone(zoneID: Self.zoneID(name: try row.text(0) ?? "", owner: try row.text(1) ?? ""),
-                           capabilities: RecordZone.Capabilities(rawValue: Int(try row.int64(2) ?? 0)))
+                           capabilities: RecordZone.Capabilities(rawValue: UInt(truncatingIfNeeded: try row.int64(2) ?? 0)))
             }
             if !zones.contains(where: { $0.zoneID.isDefault }) { zones.insert(.default, at: 0) }
             return zones
@@ -34,7 +34,7 @@ extension PostgresEngine {
                 WHERE z.container = $1 AND z.db = $2 AND z.owner = $3
                 """, Self.databaseKey(database) + [.textArray(wanted.map(\.zoneName)), .textArray(wanted.map { Self.zoneOwner($0, database) })], prepare: false).map { row in
                 RecordZone(zoneID: Self.zoneID(name: try row.text(0) ?? "", owner: try row.text(1) ?? ""),
-                           capabilities: RecordZone.Capabilities(rawValue: Int(try row.int64(2) ?? 0)))
+                           capabilities: RecordZone.Capabilities(rawValue: UInt(truncatingIfNeeded: try row.int64(2) ?? 0)))
             }
             if wanted.contains(where: \.isDefault) && !zones.contains(where: { $0.zoneID.isDefault }) { zones.append(.default) }
             return zones

@@ -532,7 +532,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
             """, Self.databaseKey(database) + [.text(zoneID.zoneName), .text(Self.zoneOwner(zoneID, database))])
         guard let row = rows.first else { return nil }
         return ZoneHistory(row: try row.int64(0) ?? 0, sequence: try row.int64(1) ?? 0,
-                           capabilities: RecordZone.Capabilities(rawValue: Int(try row.int64(2) ?? 0)), start: try row.int64(3) ?? 0)
+                           capabilities: RecordZone.Capabilities(rawValue: UInt(truncatingIfNeeded: try row.int64(2) ?? 0)), start: try row.int64(3) ?? 0)
     }
 
     /// Creates a zone's row unless it exists (another writer may create it at the same time).
@@ -542,7 +542,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
             INSERT INTO zones(container, db, owner, zone_name, zone_owner, capabilities, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
             ON CONFLICT (container, db, owner, zone_name, zone_owner) DO NOTHING
             """, Self.databaseKey(database) + [.text(zoneID.zoneName), .text(Self.zoneOwner(zoneID, database)),
-                                               .int64(Int64(capabilities.rawValue)), .double(Date().timeIntervalSinceReferenceDate)]) == 1
+                                               .int64(Int64(truncatingIfNeeded: capabilities.rawValue)), .double(Date().timeIntervalSinceReferenceDate)]) == 1
     }
 
     /// Takes the next value of the database's change sequence and, for a zone that changed,

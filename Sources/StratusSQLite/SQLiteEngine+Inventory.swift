@@ -15,7 +15,7 @@ extension SQLiteEngine {
                 """)
             while try zones.step() {
                 let zone = RecordZone(zoneID: Self.zoneID(name: zones.text(3) ?? "", owner: zones.text(4) ?? ""),
-                                      capabilities: RecordZone.Capabilities(rawValue: Int(zones.int64(5))))
+                                      capabilities: RecordZone.Capabilities(rawValue: UInt(truncatingIfNeeded: zones.int64(5))))
                 databases.add(storageContainer: zones.text(0) ?? "", scope: Database.Scope(rawValue: Int(zones.int64(1))) ?? .public, owner: zones.text(2) ?? "",
                               zone: StoreInventory.ZoneEntry(zone: zone, recordCounts: counts[zones.int64(6)] ?? [:]))
             }

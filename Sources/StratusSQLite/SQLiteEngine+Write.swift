@@ -151,7 +151,7 @@ final class SQLiteWriteTransaction: RecordWriteTransaction {
         let select = try connection.statement("SELECT z.change_seq, s.capabilities FROM zones z JOIN zone_state s ON s.zone_id = z.zone_id WHERE z.zone_id = ?")
         try select.bind([.integer(row)])
         guard try select.step() else { throw StratusError(.badDatabase, "zone '\(zoneID.zoneName)' has no change state; the store was not created by this version of Stratus") }
-        zones.append(ZoneState(id: zoneID, row: row, sequence: select.int64(0), capabilities: RecordZone.Capabilities(rawValue: Int(select.int64(1))), changed: false))
+        zones.append(ZoneState(id: zoneID, row: row, sequence: select.int64(0), capabilities: RecordZone.Capabilities(rawValue: UInt(truncatingIfNeeded: select.int64(1))), changed: false))
         select.reset()
         zoneIndexes[zoneID] = zones.count - 1
         lastZone = (zoneID, zones.count - 1)

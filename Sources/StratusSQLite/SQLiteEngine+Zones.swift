@@ -16,7 +16,7 @@ extension SQLiteEngine {
             var zones: [RecordZone] = []
             while try select.step() {
                 let id = Self.zoneID(name: select.text(0) ?? "", owner: select.text(1) ?? "")
-                zones.append(RecordZone(zoneID: id, capabilities: RecordZone.Capabilities(rawValue: Int(select.int64(2)))))
+                zones.append(RecordZone(zoneID: id, capabilities: RecordZone.Capabilities(rawValue: UInt(truncatingIfNeeded: select.int64(2)))))
             }
             if !zones.contains(where: { $0.zoneID.isDefault }) { zones.insert(.default, at: 0) }
             return zones
@@ -35,7 +35,7 @@ extension SQLiteEngine {
                 select.reset()
                 try select.bind(Self.databaseKey(database) + [.text(id.zoneName), .text(Self.zoneOwner(id, database))])
                 if try select.step() {
-                    zones.append(RecordZone(zoneID: id, capabilities: RecordZone.Capabilities(rawValue: Int(select.int64(0)))))
+                    zones.append(RecordZone(zoneID: id, capabilities: RecordZone.Capabilities(rawValue: UInt(truncatingIfNeeded: select.int64(0)))))
                 } else if id.isDefault {
                     zones.append(.default)
                 }
@@ -126,7 +126,7 @@ extension SQLiteEngine {
         try insert.bind([.integer(row)] + Self.databaseKey(database) + [.text(zoneID.zoneName), .text(Self.zoneOwner(zoneID, database)), .real(Date().timeIntervalSinceReferenceDate)])
         try insert.step()
         let state = try connection.statement("INSERT INTO zone_state(zone_id, capabilities) VALUES (?, ?)")
-        try state.bind([.integer(row), .integer(Int64(capabilities.rawValue))])
+        try state.bind([.integer(row), .integer(Int64(truncatingIfNeeded: capabilities.rawValue))])
         try state.step()
         return row
     }
@@ -148,7 +148,7 @@ extension SQLiteEngine {
             """)
         try select.bind(Self.databaseKey(database) + [.text(zoneID.zoneName), .text(Self.zoneOwner(zoneID, database))])
         guard try select.step() else { return nil }
-        let history = ZoneHistory(row: select.int64(0), sequence: select.int64(1), capabilities: RecordZone.Capabilities(rawValue: Int(select.int64(2))), start: select.int64(3))
+        let history = ZoneHistory(row: select.int64(0), sequence: select.int64(1), capabilities: RecordZone.Capabilities(rawValue: UInt(truncatingIfNeeded: select.int64(2))), start: select.int64(3))
         select.reset()
         return history
     }

@@ -44,6 +44,24 @@ import Testing
         #expect(Notification.Name.CKAccountChanged.rawValue == "CKAccountChangedNotification")
     }
 
+    /// CloudKit's `NSUInteger` enumerations and option sets take a `UInt`, so code that keeps
+    /// one in a `UInt` (or reads it back from an archive as one) compiles unchanged.
+    @Test func theUnsignedRawValuesAreCloudKits() throws {
+        let storedAction: UInt = 1
+        let storedCapabilities: UInt = 3
+        #expect(CKRecord.ReferenceAction(rawValue: storedAction) == .deleteSelf)
+        #expect(CKRecord.Reference.Action(rawValue: 0) == CKRecord.ReferenceAction.none)
+        let capabilities = CKRecordZone.Capabilities(rawValue: storedCapabilities)
+        #expect(capabilities == [.fetchChanges, .atomic])
+        let rawValues: (UInt, UInt) = (CKRecord.ReferenceAction.deleteSelf.rawValue, CKRecordZone.Capabilities.sharing.rawValue)
+        #expect(rawValues == (1, 4))
+
+        let zone = CKRecordZone(zoneName: "Lists")
+        let archive = try NSKeyedArchiver.archivedData(withRootObject: zone, requiringSecureCoding: true)
+        let restored = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: CKRecordZone.self, from: archive))
+        #expect(restored.capabilities == zone.capabilities)
+    }
+
     /// A subscription set up as CloudKit apps set one up, read back through the older
     /// completion-handler call.
     @Test func aQuerySubscriptionSavedWithCloudKitsNames() async throws {

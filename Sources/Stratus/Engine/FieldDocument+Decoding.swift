@@ -499,7 +499,7 @@ struct StoredDocumentReader {
     }
 
     private func reference(_ name: String, _ action: Int64) -> Record.Reference {
-        Record.Reference(recordID: Record.ID(recordName: name, zoneID: zoneID), action: Record.ReferenceAction(rawValue: Int(action)) ?? .none)
+        Record.Reference(recordID: Record.ID(recordName: name, zoneID: zoneID), action: UInt(exactly: action).flatMap(Record.ReferenceAction.init(rawValue:)) ?? .none)
     }
 
     /// Latitude, longitude, altitude, the two accuracies, course, speed and the timestamp.

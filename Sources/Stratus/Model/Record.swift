@@ -599,7 +599,7 @@ extension Record {
     /// ```swift
     /// item["list"] = Record.Reference(recordID: list.recordID, action: .deleteSelf)   // goes when the list goes
     /// ```
-    public enum ReferenceAction: Int, Hashable, Sendable, Codable {
+    public enum ReferenceAction: UInt, Hashable, Sendable, Codable {
         /// Nothing: the reference dangles.
         case none = 0
         /// The referencing record is deleted too, in the same transaction.

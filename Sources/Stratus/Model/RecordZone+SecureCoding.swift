@@ -16,7 +16,7 @@ extension RecordZone: NSSecureCoding, NSCopying {
     /// ```
     public func encode(with coder: NSCoder) {
         zoneID.encodeNameAndOwner(with: coder)
-        coder.encode(Int64(capabilities.rawValue), forKey: Key.capabilities)
+        coder.encode(Int64(truncatingIfNeeded: capabilities.rawValue), forKey: Key.capabilities)
     }
 
     /// Reads a zone written by ``encode(with:)``; `nil` when the archive holds no zone.
@@ -28,7 +28,7 @@ extension RecordZone: NSSecureCoding, NSCopying {
         guard let names = ID.archivedNameAndOwner(in: coder),
               coder.containsValue(forKey: Key.capabilities)
         else { return nil }
-        let capabilities = Capabilities(rawValue: Int(truncatingIfNeeded: coder.decodeInt64(forKey: Key.capabilities)))
+        let capabilities = Capabilities(rawValue: UInt(truncatingIfNeeded: coder.decodeInt64(forKey: Key.capabilities)))
         self.init(zoneID: ID(zoneName: names.zoneName, ownerName: names.ownerName), capabilities: capabilities)
     }
 

@@ -102,13 +102,13 @@ public final class RecordZone: NSObject, Sendable {
     /// ```
     public struct Capabilities: OptionSet, Hashable, Sendable {
         /// The capabilities as bits.
-        public let rawValue: Int
+        public let rawValue: UInt
         /// Capabilities from bits, as an `OptionSet`.
         ///
         /// ```swift
         /// let both: RecordZone.Capabilities = [.fetchChanges, .atomic]
         /// ```
-        public init(rawValue: Int) { self.rawValue = rawValue }
+        public init(rawValue: UInt) { self.rawValue = rawValue }
         /// Changes in the zone can be fetched incrementally.
         public static let fetchChanges = Capabilities(rawValue: 1 << 0)
         /// Modify requests in the zone can be atomic.

@@ -67,7 +67,7 @@ extension SyncEngine {
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             if let id = try container.decodeIfPresent(RecordZone.ID.self, forKey: .saveZone) {
-                let capabilities = try container.decodeIfPresent(Int.self, forKey: .capabilities)
+                let capabilities = try container.decodeIfPresent(UInt.self, forKey: .capabilities)
                 self = .saveZone(RecordZone(zoneID: id, capabilities: capabilities.map(RecordZone.Capabilities.init(rawValue:)) ?? [.fetchChanges, .atomic]))
             } else {
                 self = .deleteZone(try container.decode(RecordZone.ID.self, forKey: .deleteZone))
