@@ -104,7 +104,10 @@ enum PostgresRowSecurity {
             GRANT SELECT, INSERT, UPDATE, DELETE ON \(s).notifications TO \(g);
             ALTER TABLE \(s).notifications ENABLE ROW LEVEL SECURITY;
             DROP POLICY IF EXISTS stratus_append ON \(s).notifications;
-            CREATE POLICY stratus_append ON \(s).notifications FOR INSERT TO \(g) WITH CHECK (true);
+            -- Only at places its feed has given out: a writer takes them from the feed's counter first, and
+            -- a row put ahead of the counter would take the place of the next writer's notification.
+            CREATE POLICY stratus_append ON \(s).notifications FOR INSERT TO \(g) WITH CHECK (notifications.seq <= (SELECT f.seq FROM \(s).notification_feeds f
+                WHERE f.container = notifications.container AND f.subscriber = notifications.subscriber));
 
             """
         out += policies(on: "notifications", group: g, schema: s, read: sql.mine("notifications.subscriber"),
@@ -194,6 +197,10 @@ enum PostgresRowSecurity {
     /// The triggers' functions: `search_path` fixed to `pg_catalog, pg_temp` (the temporary
     /// schema last, so that no temporary table stands in for anything) and every table named
     /// with its schema. The tables' owner (and a superuser) passes; a member changes no keys.
+    /// The most a member's update moves a counter (a change sequence, a feed's place) forward:
+    /// more than any one write takes, and 2^32 updates short of a 64-bit counter's end.
+    static let counterStepLimit: Int64 = 1 << 31
+
     private static func triggerFunctions(_ s: String) throws -> String {
         let sql = SQL(schema: s)
         let fieldTypes = FieldType.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
@@ -220,6 +227,11 @@ enum PostgresRowSecurity {
                 counter := TG_ARGV[i];
                 IF (after ->> counter)::numeric < (before ->> counter)::numeric THEN
                     RAISE EXCEPTION 'role % may not move %.% back', CURRENT_USER, TG_TABLE_NAME, counter USING ERRCODE = '42501';
+                END IF;
+                -- A write moves a counter by what it wrote: a leap towards the counter's end would
+                -- leave every other writer of the row nothing to count with.
+                IF (after ->> counter)::numeric - (before ->> counter)::numeric > \(counterStepLimit) THEN
+                    RAISE EXCEPTION 'role % may not move %.% forward by more than \(counterStepLimit) at once', CURRENT_USER, TG_TABLE_NAME, counter USING ERRCODE = '42501';
                 END IF;
                 before := before - counter;
                 after := after - counter;

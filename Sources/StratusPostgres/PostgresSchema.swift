@@ -93,8 +93,13 @@ import Foundation
 /// schema file's type without `GRANT` lines, as in CloudKit), where its row-level security gave
 /// it CloudKit's defaults; no key still means the defaults. The upgrade applies the policies again,
 /// and removes a `{}` stored before (only raw SQL could write one) so that it keeps its meaning.
+///
+/// Version 20 changes no table: a member moves a shared counter (a zone's or a database's change
+/// sequence, a feed's place) forward by at most ``PostgresRowSecurity/counterStepLimit`` at once,
+/// and adds a notification only at a place its feed has given out, so that no member's raw SQL
+/// leaves the other writers without places. The upgrade applies the policies again.
 enum PostgresSchema {
-    static let version = 19
+    static let version = 20
     /// The version whose `ix_` indexes hold declared values only.
     static let declaredValueIndexVersion = 11
     /// The version the share index came with; stores below it have their shares indexed.
@@ -102,7 +107,7 @@ enum PostgresSchema {
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
-    static let rowSecurityVersion = 19
+    static let rowSecurityVersion = 20
     /// The version from which a record type stored with `"grants": {}` grants nothing.
     static let grantsNothingVersion = 19
     /// The version the asset step brought.

@@ -167,6 +167,14 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             zones[zoneID] = same
             return same
         }
+        // Stratus counts a zone's changes from 0 and a transaction adds far fewer than 2^40:
+        // a count beyond this was written outside Stratus, and counting on would overflow.
+        guard zone.sequence >= 0, zone.sequence <= Int64.max - (1 << 40) else {
+            throw StratusError(.internalError, """
+                zone '\(zoneID.zoneName)' has counted \(zone.sequence) changes (zones.change_seq), which no write through Stratus reaches: \
+                the row was changed in SQL, and the zone takes no more writes until the store's owner sets it back
+                """)
+        }
         states.append(ZoneState(id: zoneID, row: zone.row, sequence: zone.sequence, capabilities: zone.capabilities))
         zones[zoneID] = states.count - 1
         return states.count - 1

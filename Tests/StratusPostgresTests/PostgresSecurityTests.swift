@@ -160,6 +160,15 @@ struct PostgresSecurityTests {
         refused("UPDATE zones SET zone_name = 'gone' WHERE owner = ''")
         refused("UPDATE zones SET change_seq = 0 WHERE owner = ''")
         refused("UPDATE database_history SET change_seq = 0 WHERE owner = ''")
+        // Counters leapt to their end, and a notification put ahead of its feed's counter: each
+        // would stop every other writer (of the public database, of alice's feed).
+        refused("UPDATE zones SET change_seq = 9223372036854775807 WHERE owner = ''")
+        refused("UPDATE zones SET history_start = history_start + 3000000000 WHERE owner = ''")
+        refused("UPDATE database_history SET change_seq = 9223372036854775807 WHERE owner = ''")
+        refused("""
+            INSERT INTO notifications(container, subscriber, seq, created_at, payload)
+            SELECT $1, $2, coalesce((SELECT f.seq FROM notification_feeds f WHERE f.container = $1 AND f.subscriber = $2), 0) + 1, 0, '{"evil":2}'
+            """, [.text(store.identifier), .text(aliceName)])
         refused("INSERT INTO zone_tombstones(container, db, owner, zone_name, zone_owner, db_change_seq, deleted_at) VALUES ($1, 1, '', '_defaultZone', '', 1, 0)", [.text(store.identifier)])
         // References and words that would tie alice's records to his, a tombstone for her living record.
         refused("INSERT INTO refs(zone_id, target_name, source_name, owner) SELECT zone_id, 'bob-comment', 'alice-note', '' FROM records WHERE record_name = 'alice-note'")
@@ -241,6 +250,24 @@ struct PostgresSecurityTests {
         _ = try await aliceDatabase.modifyRecords(saving: [], deleting: [Record.ID(recordName: "alice-target")], atomically: false)
         #expect(try ownerRaw.query("SELECT count(*) FROM records WHERE record_name IN ('alice-target', 'bob-comment')")[0].int64(0) == 0)
         #expect(try ownerRaw.query("SELECT count(*) FROM tombstones WHERE record_name IN ('alice-target', 'bob-comment')")[0].int64(0) == 2)
+
+        // After all that, his writes and hers still fire alice's subscription and take places.
+        try await TestDatabase.save([makeRecord("Note", "bob-note-after")], in: bobDatabase)
+        try await TestDatabase.save([makeRecord("Note", "alice-note-after")], in: aliceDatabase)
+        #expect(try ownerRaw.query("SELECT count(*) FROM notifications WHERE subscriber = $1 AND payload LIKE '%-note-after%'", [.text(aliceName)])[0].int64(0) == 2)
+        #expect(try ownerRaw.query("SELECT count(*) FROM notifications WHERE payload LIKE '%evil%'")[0].int64(0) == 0)
+        // A counter the tables' owner put at its end stops that zone's writes with a message, not a crash.
+        let publicZone = "owner = '' AND db = 1 AND zone_name = '_defaultZone'"
+        let counted = try #require(try ownerRaw.query("SELECT change_seq FROM zones WHERE \(publicZone)").first?.int64(0))
+        try ownerRaw.execute("UPDATE zones SET change_seq = 9223372036854775800 WHERE \(publicZone)")
+        do {
+            try await TestDatabase.save([makeRecord("Note", "at-the-end")], in: aliceDatabase)
+            Issue.record("a write counted past the zone's last change")
+        } catch {
+            #expect("\(error)".contains("zones.change_seq"), "\(error)")
+        }
+        try ownerRaw.execute("UPDATE zones SET change_seq = $1 WHERE \(publicZone)", [.int64(counted)])
+        try await TestDatabase.save([makeRecord("Note", "after-the-repair")], in: aliceDatabase)
     }
 
     @Test("a member who changes another's public record drops what its old version named: a .deleteSelf reference no longer cascades, old words no longer match, old asset content is collected")
@@ -472,7 +499,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "19")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
@@ -539,7 +566,7 @@ extension PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 12") == true, "\(String(describing: member))")
 
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "19")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
         try store.owner.modifyUserDirectory(containerIdentifier: store.identifier, saving: [
             UserDirectoryEntry(login: store.alice, userRecordName: store.aliceName, emailAddresses: ["alice@example.com"], isDiscoverable: true),
             UserDirectoryEntry(login: store.bob, userRecordName: store.bobName, emailAddresses: ["bob@example.com"]),
@@ -890,7 +917,7 @@ extension PostgresSecurityTests {
         let admin = try PostgresConnection(url: store.database.url)
         try admin.executeScript("DROP TRIGGER stratus_keep_acceptance ON share_members; DROP FUNCTION stratus_keep_acceptance(); UPDATE meta SET value = '13' WHERE key = 'version';")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "19")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
         #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_keep_acceptance' AND tgrelid = 'share_members'::regclass")[0].int64(0) == 1)
     }
 
@@ -1042,7 +1069,7 @@ extension PostgresSecurityTests {
         let admin = try PostgresConnection(url: store.database.url)
         try admin.executeScript("DROP TABLE hierarchy_moves; ALTER TABLE tombstones DROP COLUMN left_roots CASCADE; UPDATE meta SET value = '17' WHERE key = 'version';")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "19")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'hierarchy_moves'")[0].int64(0) ?? 0 > 0)
         #expect(try admin.query("SELECT count(*) FROM information_schema.columns WHERE table_name = 'tombstones' AND column_name = 'left_roots'")[0].int64(0) == 1)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'tombstones' AND qual LIKE '%left_roots%'")[0].int64(0) ?? 0 > 0, "the participants' rule again")
@@ -1060,7 +1087,7 @@ extension PostgresSecurityTests {
             UPDATE meta SET value = '14' WHERE key = 'version';
             """)
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "19")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
         #expect(try admin.query("""
             SELECT count(*) FROM pg_trigger WHERE tgname IN ('stratus_adopt_no_records', 'stratus_participant_tombstone') AND tgrelid = 'records'::regclass
             """)[0].int64(0) == 2)
