@@ -62,16 +62,21 @@ extension FieldType {
                 return .known(type)
             }
             if let type = cktoolTypes[text] { return .known(type) }
+            if text == "encryptedBytesType" { return .encrypted(.bytes) }
             return .unknown(text)
         }
     }
 
     /// The type names of `xcrun cktool` record fields (`--fields-json '{"title": {"type":
-    /// "stringType", "value": "…"}}'`, as Apple's examples write them), scalar types only.
-    /// Their spelling is kept by keepsFieldText.
+    /// "stringType", "value": "…"}}'`, as Apple's examples write them), lists and assets
+    /// included, as CloudKit's management API names them (and `encryptedBytesType`, read by
+    /// ``named(_:)``). Their spelling is kept by keepsFieldText.
     static let cktoolTypes: [String: FieldType] = [
         "stringType": .string, "int64Type": .int64, "doubleType": .double, "timestampType": .timestamp,
-        "bytesType": .bytes, "referenceType": .reference, "locationType": .location,
+        "bytesType": .bytes, "referenceType": .reference, "locationType": .location, "assetType": .asset,
+        "stringListType": .stringList, "int64ListType": .int64List, "doubleListType": .doubleList,
+        "timestampListType": .timestampList, "bytesListType": .bytesList, "referenceListType": .referenceList,
+        "locationListType": .locationList, "assetListType": .assetList,
     ]
 
     /// The name a field of this type has in record JSON and CSV headers.
@@ -746,6 +751,14 @@ extension JSONCursor {
                     throw fail(location, key, type, i, "names by its \(member) the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
                 }
                 return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)
+            }
+            if let directory = context.assetDirectory {
+                // Stratus's export names the file it wrote: its absence is lost content, not an
+                // asset whose content was never downloaded.
+                if let name = names[1].0 {
+                    throw fail(location, key, type, i, "names by its \(AssetExportFolder.contentFileMember) the file '\(name)', which is not in the assets folder \(directory.path): the export wrote the asset's content there, and it is missing; put the file back, or import without the folder to keep CloudKit's metadata alone")
+                }
+                context.cache.cloudKitAssetsWithoutContent += 1
             }
             return metadata
         }

@@ -69,6 +69,9 @@ private enum Member {
     case zoneError(code: String, offset: Int)
     /// A zone entry's `reason`, which says why its zone is an error result.
     case reason(String)
+    /// The `record` of a CKTool JS record answer (`CKDBRecordResponse`: `{"record": {…}}`, what
+    /// `getRecord`, `createRecord` and `updateRecord` answer): the one record, read next.
+    case singleRecord
     case skipped
 }
 
@@ -210,6 +213,7 @@ extension RecordReader {
                 if c.stringEquals(key, "recordResults") { return .open(.recordResults) }
                 return .open(c.stringEquals(key, "zones") ? .zones : .operations)
             }
+            if kind == .envelope && c.stringEquals(key, "record") { return .singleRecord }
             // CKTool JS's answers name the marker continuationToken.
             if c.stringEquals(key, "continuationMarker") || c.stringEquals(key, "continuationToken") || c.stringEquals(key, "syncToken") {
                 let value = try c.scanValue()
@@ -280,6 +284,9 @@ extension RecordReader {
             return result(.rejected(offset: offset, recordName: nil, message: "\(zone) are a CloudKit error result ('serverErrorCode' \(code)\(reason)), not records: this answer does not hold them"), recordStart: offset)
         case .reason(let text):
             frames[index].reason = text
+        case .singleRecord:
+            sawRecordList = true
+            return try recordUnit()
         case .skipped:
             break
         }
@@ -323,8 +330,11 @@ extension RecordReader {
         let zone = currentZone
         let zoneIsKnown = frames.contains { $0.zoneID != nil }
         let (decoded, recordStart) = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
+            // The unit starts at its first byte, after the whitespace before it: a deleted
+            // record's result is read again from here.
+            let first = try c.peek()
             let start = c.pos
-            guard try c.peek() == UInt8(ascii: "{") else {
+            guard first == UInt8(ascii: "{") else {
                 let value = try c.scanValue()
                 return (.rejected(offset: start, recordName: nil, message: "expected \(what), found \(value.kindName)"), start)
             }

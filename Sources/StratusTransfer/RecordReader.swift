@@ -94,6 +94,10 @@ public final class RecordReader {
     /// An envelope's `continuationMarker` (CKTool JS's `continuationToken`), once the reader has passed it (CloudKit writes it
     /// after the records, so read it when ``next()`` has returned nil).
     public internal(set) var continuationMarker: String?
+    /// How many CloudKit assets (a `downloadURL` of CloudKit's) the assets folder held no file
+    /// for under their `fileChecksum`, so far: each was read as CloudKit's metadata without
+    /// content, which an import says (``RecordReadOptions/assetDirectory``).
+    public var cloudKitAssetsWithoutContent: Int { context.cache.cloudKitAssetsWithoutContent }
     /// An envelope's `syncToken`, once the reader has passed it.
     public internal(set) var syncToken: String?
     /// Whether the answer or one of its zone entries said `"moreComing": true`, once the
@@ -301,6 +305,7 @@ public final class RecordReader {
         }
         // A read may move the bytes, so the place to return to is kept as an input offset.
         let start = input.baseOffset + input.start
+        let recordLimit = options.maximumRecordSize
         let format = try withCursor { (c) throws(ScanFailure) -> RecordFormat in
             // A brace alone on its line starts a pretty-printed document, not an NDJSON line.
             var i = c.pos + 1
@@ -309,7 +314,21 @@ public final class RecordReader {
             let prettyPrinted = i < c.limit && c.base[i] == 0x0A
             let firstLine = c.pos
             do throws(ScanFailure) {
-                return try Self.isEnvelope(&c) ? .envelope : prettyPrinted ? .json : .ndjson
+                if try Self.isEnvelope(&c) { return .envelope }
+                if prettyPrinted { return .json }
+                // A record whose first line is not the whole of it (`{"recordName": "x",` with its
+                // other members on the lines below) is one JSON document, which no NDJSON line is.
+                // A first line longer than the record limit is NDJSON's to reject as too long.
+                c.pos = firstLine
+                do throws(ScanFailure) {
+                    _ = try c.scanValue()
+                } catch .needMore where c.limit - firstLine >= recordLimit {
+                    c.pos = firstLine
+                    return .ndjson
+                }
+                let spansLines = memchr(c.base + firstLine, 0x0A, c.pos - firstLine) != nil
+                c.pos = firstLine
+                return spansLines ? .json : .ndjson
             } catch {
                 if case .needMore = error { throw error }
                 // A broken first line is NDJSON's first rejected record, as any broken line is,
@@ -379,6 +398,7 @@ public final class RecordReader {
             || c.stringEquals(key, "atomic") || c.stringEquals(key, "continuationMarker")
             || c.stringEquals(key, "syncToken") || c.stringEquals(key, "moreComing")
             || c.stringEquals(key, "recordResults") || c.stringEquals(key, "changeToken") || c.stringEquals(key, "continuationToken")
+            || c.stringEquals(key, "record")
     }
 
     // MARK: - NDJSON

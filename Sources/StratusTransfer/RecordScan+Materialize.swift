@@ -26,6 +26,9 @@ final class DecodeCache {
     /// ``FieldDocument/Shape`` does for stored documents).
     var shapeFields: [String: FieldValue]?
     var shapePositions: [Dictionary<String, FieldValue>.Index] = []
+    /// CloudKit assets read with an assets folder that holds no file under their checksum:
+    /// kept as CloudKit's metadata, without content.
+    var cloudKitAssetsWithoutContent = 0
     /// Whether the record being decoded names its zone (itself or through its envelope): its
     /// references must then stay in that zone. A record that names none (a `records/query` or
     /// `records/modify` answer) is put in the reader's zone; a reference of it that names a zone

@@ -292,6 +292,10 @@ struct ImportCommand: Command {
             // A records/query answer that was one page of more: the rest is not in this file.
             StratusCommand.log("note: the input is one page of a CloudKit answer (it has a continuationMarker, or CKTool JS's continuationToken): the query matched more records than it holds; fetch the next pages with the marker and import them too")
         }
+        if reader.cloudKitAssetsWithoutContent > 0, let assetsDirectory {
+            let count = reader.cloudKitAssetsWithoutContent
+            StratusCommand.log("note: \(count) CloudKit asset\(count == 1 ? " has" : "s have") no file in the assets folder \(assetsDirectory) under \(count == 1 ? "its" : "their") fileChecksum: \(count == 1 ? "it was" : "they were") imported as CloudKit's metadata without content (`stratus assets get` cannot read \(count == 1 ? "it" : "them")); `stratus assets attach` adds content")
+        }
         if summary.end == .finished, reader.moreComing {
             // A changes/zone answer that is one page: the zone's later changes are not in this file.
             StratusCommand.log("note: the input is one page of a CloudKit changes answer (it says \"moreComing\": true): its zone has more changes than it holds; fetch them with the answer's syncToken (CKTool JS's changeToken) and import them too")

@@ -167,4 +167,30 @@ struct AssetExportFolderCLITests {
             #expect(FileManager.default.contents(atPath: store.path("got.bin")) == Data(content))
         }
     }
+
+    @Test("a restore whose assets folder lost a file: content the export named by stratusContentFile rejects its record; a CloudKit asset without its checksum's file is imported as metadata, and the import says so", arguments: TestEngine.all)
+    func missingContentIsNeverSilent(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let content = patternBytes(count: 11, seed: 5)
+            let named = #"{"recordName":"n1","recordType":"Photo","fields":{"image":{"type":"ASSETID","value":{"downloadURL":"https://cvws.icloud-content.com/B/n","fileChecksum":"not base64!","size":11}}}}"#
+            let checksummed = #"{"recordName":"c1","recordType":"Photo","fields":{"image":{"type":"ASSETID","value":{"downloadURL":"https://cvws.icloud-content.com/B/c","fileChecksum":"AQID","size":11}}}}"#
+            _ = try store.writeFile("in/n1/image", content)
+            _ = try store.writeFile("in/c1/image", content)
+            #expect(try await cli.run(["import", try cli.file("ck.ndjson", named + "\n" + checksummed + "\n")]).exitCode == 0)
+            #expect(try await cli.run(["assets", "attach", store.path("in")]).exitCode == 0)
+            let out = store.path("out")
+            #expect(try await cli.run(["export", "--type", "Photo", "--assets-dir", out, "--output", store.path("out.ndjson"), "--quiet"]).exitCode == 0)
+            let files = try FileManager.default.contentsOfDirectory(atPath: out)
+            #expect(files.count == 2, "\(files)")
+            for file in files { try FileManager.default.removeItem(atPath: out + "/" + file) }
+
+            let mirror = try await cli.newStore("mirror.sqlite")
+            let restored = try await cli.run(["import", store.path("out.ndjson"), "--assets-dir", out, "--store", mirror])
+            #expect(restored.exitCode == 1, "\(restored)")
+            #expect(restored.stderr.contains("stratusContentFile") && restored.stderr.contains("is not in the assets folder"), "\(restored.stderr)")
+            #expect(restored.stderr.contains("note: 1 CloudKit asset has no file in the assets folder"), "\(restored.stderr)")
+            #expect(try await cli.run(["assets", "get", "n1", "image", "--output", store.path("n1.bin"), "--store", mirror]).exitCode != 0)
+        }
+    }
 }

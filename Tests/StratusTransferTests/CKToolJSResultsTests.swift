@@ -39,6 +39,8 @@ struct CKToolJSResultsTests {
     @Test("a changes answer, whatever key comes first: a deleted record's result is a deletion when deletions are read, else rejected", arguments: [
         #"{"recordResults":[\#(found),\#(deleted)],"moreComing":true,"changeToken":"AQ"}"#,
         #"{"changeToken":"AQ","moreComing":true,"recordResults":[\#(found),\#(deleted)]}"#,
+        // As JSON.stringify(answer, null, 2) prints it: whitespace before each result.
+        "{\n  \"recordResults\": [\n    \(found),\n    \(deleted),\n    \(deleted.replacingOccurrences(of: "n3", with: "n5"))\n  ],\n  \"moreComing\": false\n}\n",
     ])
     func changes(input: String) throws {
         let deleting = try Self.read(input, readsDeletions: true)
@@ -47,9 +49,22 @@ struct CKToolJSResultsTests {
             Issue.record("the deleted result is not a deletion: \(deleting)")
             return
         }
-        #expect(id.recordName == "n3")
+        #expect(id.recordName == (input.contains("n5") ? "n5" : "n3"))
+        #expect(deleting.allSatisfy { $0.rejection == nil }, "\(deleting)")
         let saving = try Self.read(input)
         #expect(saving.last?.rejection?.message.contains("deleted record's result") == true, "\(saving)")
+    }
+
+    @Test("a record answer (CKDBRecordResponse, what getRecord, createRecord and updateRecord answer) is its one record, in the zone it names, however it is laid out")
+    func recordAnswer() throws {
+        let record = #"{"recordName":"n1","recordType":"Note","fields":{"title":{"type":"stringType","value":"hi"},"tags":{"type":"stringListType","value":["a","b"]}},"zone":\#(Self.zone)}"#
+        for input in [#"{"record":\#(record)}"#, "{\n  \"record\": \(record)\n}\n"] {
+            let items = try Self.read(input)
+            #expect(items.count == 1, "\(items)")
+            let read = try #require(items.first?.record, "\(items)")
+            #expect(read.recordID.recordName == "n1" && read.recordID.zoneID.zoneName == "Notes")
+            #expect(read.fieldValue(forKey: "tags") == .stringList(["a", "b"]))
+        }
     }
 
     @Test("a result that is none of the three (a misspelt 'record', a record that is not an object) is rejected, never read as a deletion")

@@ -385,6 +385,11 @@ struct InferenceTests {
         ("\u{FEFF}{\"recordName\":\"a\",\"recordType\":\"T\"}", .ndjson),
         ("  [ ]", .json),
         ("{\n  \"recordName\": \"a\",\n  \"recordType\": \"T\"\n}\n", .json),
+        // One record whose first line holds a member: a document, not a broken NDJSON line.
+        ("{\"recordName\": \"a\",\n \"recordType\": \"T\", \"fields\": {}}", .json),
+        ("{\"recordName\": \"a\", \"recordType\": \"T\",\r\n \"fields\": {\"n\": {\"value\": 1}}}\r\n", .json),
+        // A CKTool JS record answer (CKDBRecordResponse).
+        (#"{"record":{"recordName":"a","recordType":"T","fields":{"n":{"type":"int64Type","value":1}}}}"#, .envelope),
         (#"{"records":[]}"#, .envelope),
         ("{\n \"zones\": []\n}", .envelope),
         (#"{"atomic":true,"operations":[]}"#, .envelope),

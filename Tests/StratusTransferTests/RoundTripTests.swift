@@ -287,6 +287,13 @@ struct RoundTripTests {
         ("cktoolInt64", #"{"type":"int64Type","value":304}"#),
         ("cktoolTimestamp", #"{"type":"timestampType","value":"2026-06-05T20:15:55Z"}"#),
         ("cktoolReference", #"{"type":"referenceType","value":{"recordName":"author-1"}}"#),
+        ("cktoolStringList", #"{"type":"stringListType","value":["Youth","Jr High"]}"#),
+        ("cktoolInt64List", #"{"type":"int64ListType","value":[1,2]}"#),
+        ("cktoolTimestampList", #"{"type":"timestampListType","value":["2026-06-05T20:15:55Z"]}"#),
+        ("cktoolReferenceList", #"{"type":"referenceListType","value":[{"recordName":"author-1"}]}"#),
+        ("cktoolEncryptedBytes", #"{"type":"encryptedBytesType","value":"AQID"}"#),
+        ("cktoolAsset", #"{"value":{"size":8,"downloadURL":"https://cvws.icloud-content.com/B/d","fileChecksum":"BA=="},"type":"assetType"}"#),
+        ("cktoolAssetList", #"{"value":[{"size":9,"downloadURL":"https://cvws.icloud-content.com/B/e","fileChecksum":"BQ=="}],"type":"assetListType"}"#),
         ("untypedExponent", #"{"value":1e2}"#),
         ("untypedMinusZero", #"{"value":-0}"#),
         ("untypedText", #"{"value":"Milk"}"#),
@@ -310,7 +317,7 @@ struct RoundTripTests {
         options.format = format
         let items = try readAll(Data(input.utf8), options)
         let record = try #require(items.first?.record, "\(items)")
-        #expect(record.encryptedKeys == ["encryptedNotBase64", "encryptedUnpadded", "encryptedFlagged"])
+        #expect(record.encryptedKeys == ["encryptedNotBase64", "encryptedUnpadded", "encryptedFlagged", "cktoolEncryptedBytes"])
         let output = String(decoding: try written([record], format: format), as: UTF8.self)
         for (key, text) in Self.spelledFields {
             #expect(output.contains("\"\(key)\":\(text)"), "\(format): \(key) came back otherwise: \(output)")
