@@ -234,3 +234,39 @@ public typealias CKShareMetadata = ShareMetadata
 
 /// `CKUserIdentityLookupInfo`: ``UserIdentityLookupInfo`` (Stratus names it without the prefix).
 public typealias CKUserIdentityLookupInfo = UserIdentityLookupInfo
+
+/// `__CKRecordObjCValue`, the name Apple's `CKRecordValue` is an alias of, which
+/// `setObject(_:forKey:)` and the record's subscript spell out: ``RecordValue``.
+///
+/// ```swift
+/// record["title"] = "Water the plants" as? __CKRecordObjCValue
+/// ```
+public typealias __CKRecordObjCValue = RecordValue
+
+/// `CKContainer_Application_Permissions`, the older name of `CKContainer.ApplicationPermissions`.
+public typealias CKContainer_Application_Permissions = Container.ApplicationPermissions
+
+/// `CKContainer_Application_PermissionStatus`, the older name of
+/// `CKContainer.ApplicationPermissionStatus`.
+///
+/// ```swift
+/// var status: CKContainer_Application_PermissionStatus = .initialState
+/// ```
+public typealias CKContainer_Application_PermissionStatus = Container.ApplicationPermissionStatus
+
+/// `CKContainer_Application_PermissionBlock`, the older name of
+/// `CKContainer.ApplicationPermissionBlock`.
+public typealias CKContainer_Application_PermissionBlock = Container.ApplicationPermissionBlock
+
+/// `CKShare_Participant_AcceptanceStatus`, the older name of `CKShare.ParticipantAcceptanceStatus`.
+public typealias CKShare_Participant_AcceptanceStatus = Share.ParticipantAcceptanceStatus
+
+/// `CKShare_Participant_Permission`, the older name of `CKShare.ParticipantPermission`.
+public typealias CKShare_Participant_Permission = Share.ParticipantPermission
+
+/// `CKShare_Participant_Role`, the older name of `CKShare.ParticipantRole`.
+public typealias CKShare_Participant_Role = Share.ParticipantRole
+
+/// `CKRecordKeyValueIterator`: ``RecordKeyValueIterator``, what `for (key, value) in record`
+/// iterates with.
+public typealias CKRecordKeyValueIterator = RecordKeyValueIterator

@@ -44,6 +44,45 @@ import Testing
         #expect(Notification.Name.CKAccountChanged.rawValue == "CKAccountChangedNotification")
     }
 
+    /// Forms CloudKit code writes that Stratus's own overloads or missing names broke: a
+    /// predicate written `.init(value:)` or `.init(format:)` (CloudKit's take an NSPredicate),
+    /// a record iterated with `for (key, value) in record`, the Objective-C names
+    /// `__CKRecordObjCValue` and `CKShare_Participant_Role` and their kin.
+    @Test func cloudKitSpellingsCompileAndMeanWhatTheyMeanThere() throws {
+        let everyAccount = CKQuery(recordType: "Account", predicate: .init(value: true))
+        #expect(everyAccount.predicate == QueryPredicate(value: true))
+        let titled = CKQuery(recordType: "Note", predicate: .init(format: "title == %@", "x"))
+        #expect(titled.predicate == (try QueryPredicate(format: "title == %@", "x")))
+        let subscription = CKQuerySubscription(recordType: "Account", predicate: .init(value: true), subscriptionID: "accounts",
+                                               options: [.firesOnRecordCreation])
+        #expect(subscription.subscriptionID == "accounts")
+
+        let note = CKRecord(recordType: "Note")
+        let fromAnArchive: Any = "Water the plants"
+        note["title"] = fromAnArchive as? __CKRecordObjCValue
+        note.setObject(3 as __CKRecordObjCValue, forKey: "count")
+        let copy = CKRecord(recordType: "Note")
+        var keys: [CKRecord.FieldKey] = []
+        for (key, value) in note {
+            keys.append(key)
+            copy[key] = value
+        }
+        #expect(keys == ["count", "title"])
+        #expect(copy["title"] as? String == "Water the plants" && copy["count"] as? Int == 3)
+        var iterator: CKRecordKeyValueIterator = note.makeIterator()
+        #expect(iterator.next()?.0 == "count")
+
+        let role: CKShare_Participant_Role = .privateUser
+        let permission: CKShare_Participant_Permission = .readOnly
+        let acceptance: CKShare_Participant_AcceptanceStatus = .pending
+        let status: CKContainer_Application_PermissionStatus = .initialState
+        let permissions: CKContainer_Application_Permissions = [.userDiscoverability]
+        let block: CKContainer_Application_PermissionBlock = { _, _ in }
+        block(status, nil)
+        #expect(role == CKShare.ParticipantRole.privateUser && permission == CKShare.ParticipantPermission.readOnly)
+        #expect(acceptance == CKShare.ParticipantAcceptanceStatus.pending && permissions.contains(.userDiscoverability))
+    }
+
     /// CloudKit's `NSUInteger` enumerations and option sets take a `UInt`, so code that keeps
     /// one in a `UInt` (or reads it back from an archive as one) compiles unchanged.
     @Test func theUnsignedRawValuesAreCloudKits() throws {

@@ -160,9 +160,9 @@ extension Record {
         var size = key.utf8.count
         switch value {
             case .string(let s): size += s.utf8.count
-            case .stringList(let v): size += v.reduce(0) { $0 + max($1.utf8.count, 1) }
+            case .stringList(let v): size += v.reduce(0) { $0 + Swift.max($1.utf8.count, 1) }
             case .bytes(let b): size += b.count
-            case .bytesList(let v): size += v.reduce(0) { $0 + max($1.count, 1) }
+            case .bytesList(let v): size += v.reduce(0) { $0 + Swift.max($1.count, 1) }
             case .int64, .double, .date: size += 8
             case .int64List(let v): size += 8 * v.count
             case .doubleList(let v): size += 8 * v.count

@@ -29,6 +29,9 @@ public final class Query: Sendable, CustomStringConvertible {
     /// ```swift
     /// let query = Query(recordType: "Todo")   // every Todo
     /// ```
+    // Disfavored: under `import CloudKit`, `CKQuery(recordType:predicate: .init(value: true))`
+    // is CloudKit's initializer, which takes an NSPredicate.
+    @_disfavoredOverload
     public init(recordType: String, predicate: QueryPredicate = .all) {
         self.recordType = recordType
         self.predicate = predicate

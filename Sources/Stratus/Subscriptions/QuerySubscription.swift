@@ -76,6 +76,8 @@ public final class QuerySubscription: Subscription, @unchecked Sendable {
     /// ```swift
     /// let s = QuerySubscription(recordType: "Order", predicate: QueryPredicate(value: true), subscriptionID: "orders")
     /// ```
+    // Disfavored as `Query`'s initializer is: `.init(value:)` is CloudKit's NSPredicate.
+    @_disfavoredOverload
     public init(recordType: String, predicate: QueryPredicate, subscriptionID: Subscription.ID,
                 options: Options = [.firesOnRecordCreation, .firesOnRecordUpdate, .firesOnRecordDeletion]) {
         self.queriedRecordType = recordType
@@ -90,6 +92,7 @@ public final class QuerySubscription: Subscription, @unchecked Sendable {
     /// ```swift
     /// let s = QuerySubscription(recordType: "Order", predicate: QueryPredicate(value: true))
     /// ```
+    @_disfavoredOverload
     public convenience init(recordType: String, predicate: QueryPredicate,
                             options: Options = [.firesOnRecordCreation, .firesOnRecordUpdate, .firesOnRecordDeletion]) {
         self.init(recordType: recordType, predicate: predicate, subscriptionID: UUID().uuidString, options: options)
