@@ -66,10 +66,13 @@ let package = Package(
         .testTarget(
             name: "CloudKitStyleTests", dependencies: ["Stratus", "StratusSQLite", "StratusPostgres", "StratusStores", "StratusTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
+        // A stand-in for the libraries CloudKit programs use beside it (GRDB's Database and Record,
+        // IceCream's SyncEngine, PostgresNIO's PostgresConnection…), whose names CloudKit's must not take.
+        .target(name: "CloudKitNeighbour", path: "Tests/CloudKitNeighbour", swiftSettings: [.swiftLanguageMode(.v5)]),
         // CloudKit programs that compile unchanged against the CloudKit module (only the store
         // and user a test needs are its own), in Swift 5 language mode.
         .testTarget(
-            name: "CloudKitNamesTests", dependencies: ["CloudKit", "StratusTestSupport"],
+            name: "CloudKitNamesTests", dependencies: ["CloudKit", "CloudKitNeighbour", "Stratus", "StratusTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
         .executableTarget(
             name: "cloudkit-port", dependencies: ["CloudKit"], path: "samples/CloudKitPort",

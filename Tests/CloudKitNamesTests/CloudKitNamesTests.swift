@@ -1,5 +1,6 @@
 import CloudKit
 import Foundation
+import Stratus
 import StratusTestSupport
 import Testing
 
@@ -81,6 +82,14 @@ import Testing
         block(status, nil)
         #expect(role == CKShare.ParticipantRole.privateUser && permission == CKShare.ParticipantPermission.readOnly)
         #expect(acceptance == CKShare.ParticipantAcceptanceStatus.pending && permissions.contains(.userDiscoverability))
+
+        // This file imports Stratus beside CloudKit: an error still matches by its code.
+        do {
+            throw CKError(.unknownItem, "not found")
+        } catch CKError.unknownItem {
+        } catch {
+            Issue.record("\(error) did not match its code")
+        }
     }
 
     /// CloudKit's `NSUInteger` enumerations and option sets take a `UInt`, so code that keeps

@@ -1,6 +1,7 @@
 import CloudKit
 import CoreLocation
 import Foundation
+import Stratus
 import StratusTestSupport
 import Testing
 

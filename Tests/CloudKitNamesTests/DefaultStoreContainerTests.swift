@@ -1,5 +1,6 @@
 import CloudKit
 import Foundation
+import Stratus
 import StratusTestSupport
 import Testing
 
