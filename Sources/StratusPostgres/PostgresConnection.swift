@@ -203,7 +203,7 @@ public final class PostgresConnection {
         if lower.contains("database \"") && lower.contains("does not exist") {
             let name = PQdb(connection).map { String(cString: $0) } ?? "DBNAME"
             let user = PQuser(connection).map { String(cString: $0) } ?? "OWNER"
-            return StratusError(.badContainer, "the PostgreSQL server at \(server) has no database \(name)\(shownURL): a role that may create databases creates it, owned by the role that is to own Stratus's tables (createdb -O \(user) \(name)); Stratus creates its tables in it")
+            return StratusError(.badContainer, "the PostgreSQL server at \(server) has no database \(name)\(shownURL): a role that may create databases creates it, owned by the role that is to own Stratus's tables (createdb -O OWNER \(name): OWNER is \(user) only if \(user) is to own them, not a member that uses a store another role owns); Stratus creates its tables in it")
         }
         return StratusError(.serviceUnavailable, "cannot connect to the PostgreSQL server at \(server)\(shownURL): \(reason)", retryAfterSeconds: 1)
     }
@@ -245,7 +245,15 @@ public final class PostgresConnection {
         } else if info.st_mode & 0o077 != 0 {
             file += ", which libpq ignores: others may read it (chmod 600 \(path))"
         } else {
-            file += ", which has no line for this host, port, database and user"
+            let host = PQhost(connection).map { String(cString: $0) } ?? ""
+            let port = PQport(connection).map { String(cString: $0) } ?? ""
+            let database = PQdb(connection).map { String(cString: $0) } ?? ""
+            let user = PQuser(connection).map { String(cString: $0) } ?? ""
+            file += ", which has no line for host \(host), port \(port), database \(database) and user \(user)"
+            if host.hasPrefix("/") {
+                // libpq matches a socket folder other than its own under the folder's path.
+                file += " (over a Unix socket the line's host is the socket folder, \(host), except libpq's own folder, which it matches as localhost)"
+            }
         }
         return "in the URL, PGPASSWORD or \(file)"
     }

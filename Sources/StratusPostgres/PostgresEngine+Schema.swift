@@ -124,7 +124,18 @@ extension PostgresEngine {
     /// types whose searchable fields changed, and the store's indexes.
     private func storeContainerSchema(_ schema: ContainerSchema, replacing stored: ContainerSchema, storageContainer: String, on connection: PostgresConnection) throws {
         for old in stored.recordTypes where schema.recordType(old.recordType) == nil {
-            try connection.execute("DELETE FROM record_types WHERE container = $1 AND record_type = $2", [.text(storageContainer), .text(old.recordType)])
+            do {
+                try connection.execute("DELETE FROM record_types WHERE container = $1 AND record_type = $2", [.text(storageContainer), .text(old.recordType)])
+            } catch let error as StratusError where error.sqlState == "42501" {
+                // Row-level security's refusal says only "permission denied for table record_types".
+                var refused = StratusError(.permissionFailure, """
+                    role \(loginRole) may not remove record type '\(old.recordType)' from the schema: under row-level security a member \
+                    adds types and fields to a development schema, and only the role that owns the store's tables removes or \
+                    replaces them (import a schema that keeps every stored type, or have that role import this one)
+                    """)
+                refused.sqlState = error.sqlState
+                throw refused
+            }
             if !old.searchableFields.isEmpty {
                 try rebuildTokens(recordType: old.recordType, storageContainer: storageContainer, searchable: [], on: connection)
             }

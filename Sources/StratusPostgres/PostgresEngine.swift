@@ -253,10 +253,21 @@ public final class PostgresEngine: StorageEngine, Sendable {
     ///   `permissionFailure` when this role does not own the tables, or when the group may
     ///   create objects in the store's schema (its members could then put objects beside the tables).
     public func enableRowLevelSecurity(group: String) throws {
-        try pool.withConnection { connection in
-            let schema = try connection.query("SELECT current_schema()")[0].text(0) ?? "public"
-            try Self.checkRowSecurityPreconditions(group: group, schema: schema, on: connection)
-            try connection.executeScript(try PostgresRowSecurity.script(group: group, schema: schema))
+        // The script alters every table, so it can deadlock with autovacuum or a writer; it runs
+        // as one transaction, which the deadlock rolled back whole, so it is tried again.
+        var attempt = 1
+        while true {
+            do {
+                try pool.withConnection { connection in
+                    let schema = try connection.query("SELECT current_schema()")[0].text(0) ?? "public"
+                    try Self.checkRowSecurityPreconditions(group: group, schema: schema, on: connection)
+                    try connection.executeScript(try PostgresRowSecurity.script(group: group, schema: schema))
+                }
+                return
+            } catch let error as StratusError where error.code == .zoneBusy && attempt < 5 {
+                attempt += 1
+                Thread.sleep(forTimeInterval: 0.2 * Double(attempt))
+            }
         }
     }
 

@@ -268,6 +268,14 @@ struct PostgresSecurityTests {
         }
         try ownerRaw.execute("UPDATE zones SET change_seq = $1 WHERE \(publicZone)", [.int64(counted)])
         try await TestDatabase.save([makeRecord("Note", "after-the-repair")], in: aliceDatabase)
+
+        // A member's schema that drops a type is refused saying why, and drops nothing.
+        let bobContainer = Container(identifier: store.identifier, engine: try store.engine(bob), userName: bob)
+        let current = try await bobContainer.schema()
+        let withoutBoard = ContainerSchema(roles: current.roles, recordTypes: current.recordTypes.filter { $0.recordType != "Board" })
+        let refusal = stratusError(await caughtError { _ = try await bobContainer.replaceSchema(withoutBoard) })
+        #expect(refusal?.code == .permissionFailure && refusal?.message.contains("may not remove record type 'Board'") == true, "\(String(describing: refusal))")
+        #expect(try await bobContainer.schema().recordType("Board") != nil)
     }
 
     @Test("a member who changes another's public record drops what its old version named: a .deleteSelf reference no longer cascades, old words no longer match, old asset content is collected")
