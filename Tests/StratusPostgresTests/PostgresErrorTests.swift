@@ -64,6 +64,15 @@ struct PostgresErrorTests {
         }
         #expect(missing.code == .notAuthenticated)
         #expect(missing.message.contains("the password file /nonexistent, which does not exist"), "\(missing)")
+        // A file without the line: the message names what the line must match.
+        let passfile = FileManager.default.temporaryDirectory.appendingPathComponent("pgpass-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        _ = FileManager.default.createFile(atPath: passfile.path, contents: Data("otherhost:5432:*:*:secret\n".utf8), attributes: [.posixPermissions: 0o600])
+        defer { try? FileManager.default.removeItem(at: passfile) }
+        let unmatched = try #require(throws: StratusError.self) {
+            try PostgresConnection(url: url(password: nil), settings: ["passfile": passfile.path])
+        }
+        #expect(unmatched.code == .notAuthenticated)
+        #expect(unmatched.message.contains("which has no line for host \(address.host), port \(address.port), database \(database.name) and user \(role)"), "\(unmatched)")
         let right = try PostgresConnection(url: url(password: "right-password"))
         #expect(try right.query("SELECT current_user")[0].text(0) == role)
         // A server without SSL (as the throwaway cluster is) cannot meet sslmode=require: a
