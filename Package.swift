@@ -70,7 +70,8 @@ let package = Package(
         // IceCream's SyncEngine, PostgresNIO's PostgresConnection…), whose names CloudKit's must not take.
         .target(name: "CloudKitNeighbour", path: "Tests/CloudKitNeighbour", swiftSettings: [.swiftLanguageMode(.v5)]),
         // CloudKit programs that compile unchanged against the CloudKit module (only the store
-        // and user a test needs are its own), in Swift 5 language mode.
+        // and user a test needs are its own), in Swift 5 language mode; files that check that
+        // both spellings name the same types import Stratus too.
         .testTarget(
             name: "CloudKitNamesTests", dependencies: ["CloudKit", "CloudKitNeighbour", "Stratus", "StratusTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v5)]),

@@ -29,7 +29,7 @@ extension Container {
     ///
     /// - Precondition: the default store opens. Like CloudKit's, this initializer cannot fail;
     ///   it stops the program with the store's error (naming a PostgreSQL store without its
-    ///   password). `try Container(identifier:store:)` opens the same store and throws instead.
+    ///   password). `try CKContainer(identifier:store:userName:)` opens the same store and throws instead.
     public convenience init(identifier: String) {
         self.init(identifier: identifier, engine: Container.defaultStoreEngine(for: identifier, caller: "CKContainer(identifier: \"\(identifier)\")"),
                   userName: nil)
@@ -71,7 +71,7 @@ extension Container {
         } catch {
             // A trap's message lands in logs and crash reports: the location is described
             // without a password, and the engines' errors never carry one.
-            preconditionFailure("\(caller) could not open the store \(location): \(error); use try Container(identifier:store:) to handle this")
+            preconditionFailure("\(caller) could not open the store \(location): \(error); use try CKContainer(identifier:store:userName:) to handle this")
         }
     }
 }

@@ -193,5 +193,6 @@ private enum FormatPredicates {
 /// ```
 ///
 /// As a type (`[NSSortDescriptor]`) the name is ambiguous with Foundation's class: write
-/// `RecordSortDescriptor` (or `Foundation.NSSortDescriptor` for Foundation's).
+/// `CloudKit.NSSortDescriptor` (`RecordSortDescriptor` where Stratus is imported too), or
+/// `Foundation.NSSortDescriptor` for Foundation's.
 public typealias NSSortDescriptor = RecordSortDescriptor

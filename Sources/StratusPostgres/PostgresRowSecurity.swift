@@ -100,7 +100,7 @@ enum PostgresRowSecurity {
             -- counters only grow, its notifications are read and changed by their subscriber only.
             GRANT SELECT, INSERT, UPDATE ON \(s).notification_feeds TO \(g);
             DROP TRIGGER IF EXISTS stratus_counters_only ON \(s).notification_feeds;
-            CREATE TRIGGER stratus_counters_only BEFORE UPDATE ON \(s).notification_feeds FOR EACH ROW EXECUTE FUNCTION \(s).stratus_counters_only('seq', 'history_start');
+            CREATE TRIGGER stratus_counters_only BEFORE INSERT OR UPDATE ON \(s).notification_feeds FOR EACH ROW EXECUTE FUNCTION \(s).stratus_counters_only('seq', 'history_start<=seq');
             GRANT SELECT, INSERT, UPDATE, DELETE ON \(s).notifications TO \(g);
             ALTER TABLE \(s).notifications ENABLE ROW LEVEL SECURITY;
             DROP POLICY IF EXISTS stratus_append ON \(s).notifications;
@@ -110,8 +110,12 @@ enum PostgresRowSecurity {
                 WHERE f.container = notifications.container AND f.subscriber = notifications.subscriber));
 
             """
+        // A subscriber marks its notifications read; one moved past its feed's counter would take
+        // the place of the next writer's.
         out += policies(on: "notifications", group: g, schema: s, read: sql.mine("notifications.subscriber"),
-                        insert: nil, update: sql.mine("notifications.subscriber"), delete: sql.mine("notifications.subscriber"))
+                        insert: nil, update: sql.mine("notifications.subscriber"),
+                        updateCheck: "\(sql.mine("notifications.subscriber")) AND notifications.seq <= (SELECT f.seq FROM \(s).notification_feeds f WHERE f.container = notifications.container AND f.subscriber = notifications.subscriber)",
+                        delete: sql.mine("notifications.subscriber"))
         // User discovery: a member reads its own name and addresses and those of discoverable
         // users, never an undiscoverable user's, and records its own discoverability (the
         // column grants leave the rest of its entry to the tables' owner).
@@ -171,7 +175,7 @@ enum PostgresRowSecurity {
             if let counters = rule.counters {
                 out += """
                     DROP TRIGGER IF EXISTS stratus_counters_only ON \(s).\(table);
-                    CREATE TRIGGER stratus_counters_only BEFORE UPDATE ON \(s).\(table) FOR EACH ROW EXECUTE FUNCTION \(s).stratus_counters_only(\(counters.map { "'\($0)'" }.joined(separator: ", ")));
+                    CREATE TRIGGER stratus_counters_only BEFORE INSERT OR UPDATE ON \(s).\(table) FOR EACH ROW EXECUTE FUNCTION \(s).stratus_counters_only(\(counters.map { "'\($0)'" }.joined(separator: ", ")));
 
                     """
             }
@@ -215,28 +219,42 @@ enum PostgresRowSecurity {
         return """
         -- Shared bookkeeping rows (the public database's zone and history, feeds, asset content): a member only moves their counters forward.
         CREATE OR REPLACE FUNCTION \(s).stratus_counters_only() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $stratus$
+        -- Each argument names a counter: `c` is a count writers add to (a write moves it by what it
+        -- wrote, so a leap towards its end, or a new row that starts near it, would leave every
+        -- other writer of the row nothing to count with); `c<=d` a position that never passes the
+        -- row's counter d (a history's start); `c+` a position copied from elsewhere, which only grows.
         DECLARE
-            before jsonb := to_jsonb(OLD);
+            before jsonb := CASE WHEN TG_OP = 'UPDATE' THEN to_jsonb(OLD) END;
             after jsonb := to_jsonb(NEW);
+            rest_before jsonb := before;
+            rest_after jsonb := after;
+            spec text;
             counter text;
+            bound text;
+            moved numeric;
         BEGIN
             IF pg_has_role(CURRENT_USER, (SELECT c.relowner FROM pg_class c WHERE c.oid = TG_RELID), 'USAGE') THEN
                 RETURN NEW;
             END IF;
             FOR i IN 0 .. TG_NARGS - 1 LOOP
-                counter := TG_ARGV[i];
-                IF (after ->> counter)::numeric < (before ->> counter)::numeric THEN
+                spec := TG_ARGV[i];
+                counter := rtrim(split_part(spec, '<=', 1), '+');
+                bound := nullif(split_part(spec, '<=', 2), '');
+                moved := (after ->> counter)::numeric - coalesce((before ->> counter)::numeric, 0);
+                IF before IS NOT NULL AND moved < 0 THEN
                     RAISE EXCEPTION 'role % may not move %.% back', CURRENT_USER, TG_TABLE_NAME, counter USING ERRCODE = '42501';
                 END IF;
-                -- A write moves a counter by what it wrote: a leap towards the counter's end would
-                -- leave every other writer of the row nothing to count with.
-                IF (after ->> counter)::numeric - (before ->> counter)::numeric > \(counterStepLimit) THEN
+                IF bound IS NOT NULL THEN
+                    IF (after ->> counter)::numeric > (after ->> bound)::numeric THEN
+                        RAISE EXCEPTION 'role % may not move %.% past %', CURRENT_USER, TG_TABLE_NAME, counter, bound USING ERRCODE = '42501';
+                    END IF;
+                ELSIF right(spec, 1) <> '+' AND moved > \(counterStepLimit) THEN
                     RAISE EXCEPTION 'role % may not move %.% forward by more than \(counterStepLimit) at once', CURRENT_USER, TG_TABLE_NAME, counter USING ERRCODE = '42501';
                 END IF;
-                before := before - counter;
-                after := after - counter;
+                rest_before := rest_before - counter;
+                rest_after := rest_after - counter;
             END LOOP;
-            IF before IS DISTINCT FROM after THEN
+            IF before IS NOT NULL AND rest_before IS DISTINCT FROM rest_after THEN
                 RAISE EXCEPTION 'role % may change only the counters of %', CURRENT_USER, TG_TABLE_NAME USING ERRCODE = '42501';
             END IF;
             RETURN NEW;
@@ -605,8 +623,8 @@ enum PostgresRowSecurity {
             var update: String?
             var updateCheck: String?
             var delete: String?
-            /// Columns a member may only increase (a trigger refuses any other change; empty: every
-            /// change); nil: no trigger.
+            /// Columns a member may only increase, as ``stratus_counters_only`` reads them (`c`, `c<=d`,
+            /// `c+`; a trigger refuses any other change; empty: every change); nil: no trigger.
             var counters: [String]?
         }
 
@@ -680,9 +698,9 @@ enum PostgresRowSecurity {
                 // A participant reads the zones of the shares naming it (an invitee finds the share).
                 let created = ownedOr(table, public: "zones.zone_name = '\(RecordZone.ID.default.zoneName)' AND zones.zone_owner = ''")
                 let sharedZone = "zones.zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v)"
-                return Rule(read: "(\(read) OR \(sharedZone))", insert: created, update: read, delete: own, counters: ["change_seq", "history_start", "db_change_seq"])
+                return Rule(read: "(\(read) OR \(sharedZone))", insert: created, update: read, delete: own, counters: ["change_seq", "history_start<=change_seq", "db_change_seq+"])
             case "database_history":
-                return Rule(read: read, insert: read, update: read, delete: own, counters: ["change_seq", "history_start"])
+                return Rule(read: read, insert: read, update: read, delete: own, counters: ["change_seq", "history_start<=change_seq"])
             case "subscription_state":
                 return Rule(read: "(\(read) OR \(participantsSharedDatabase(table)))", insert: read, update: read, delete: own, counters: ["version"])
             case "zone_tombstones":

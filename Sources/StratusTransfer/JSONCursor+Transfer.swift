@@ -32,9 +32,6 @@ extension JSONCursor {
             }
         }
         let decimal = ExactDecimal(base + token.start, count: token.end - token.start)
-        // CloudKit's TIMESTAMP is a 64-bit number of milliseconds: one beyond it (1e19) is no
-        // date CloudKit holds, however exactly it would be written back.
-        if case .outOfRange = decimal.integer { return nil }
         guard let date = TimestampText.date(fromMilliseconds: decimal) else { return nil }
         // A whole number of milliseconds is never stored as another one, as a DOUBLE's whole
         // number is not: far enough out, a date's seconds are coarser than a millisecond, and
@@ -58,7 +55,7 @@ extension JSONCursor {
         case .value:
             return "is out of range: a date holds whole milliseconds exactly only within about 278,000 years of 2001, and this one would be written back as another number"
         case .outOfRange:
-            return "is out of range: a whole number of milliseconds beyond 64 bits, which CloudKit's TIMESTAMP (a 64-bit number of milliseconds since 1970) does not hold"
+            return "is out of range: a whole number of milliseconds beyond 64 bits, which a date does not hold exactly (it would be written back as another number)"
         case .notInteger:
             return "is out of range"
         }

@@ -213,6 +213,11 @@ extension RecordReader {
                 if c.stringEquals(key, "recordResults") { return .open(.recordResults) }
                 return .open(c.stringEquals(key, "zones") ? .zones : .operations)
             }
+            // CKTool JS's record answer holds its record alone: beside another member (an
+            // operation's `operationType`), `record` is not an answer, and nothing is guessed.
+            if kind == .envelope && (c.stringEquals(key, "record") ? !keys.names.isEmpty : seen("record")) {
+                throw c.syntax(key.start, "'\(c.quoted(key))' beside 'record': a CKTool JS record answer ({\"record\": {…}}) holds its record alone, and a records/modify operation goes in an 'operations' array")
+            }
             if kind == .envelope && c.stringEquals(key, "record") { return .singleRecord }
             // CKTool JS's answers name the marker continuationToken.
             if c.stringEquals(key, "continuationMarker") || c.stringEquals(key, "continuationToken") || c.stringEquals(key, "syncToken") {

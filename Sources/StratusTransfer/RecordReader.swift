@@ -322,9 +322,23 @@ public final class RecordReader {
                 c.pos = firstLine
                 do throws(ScanFailure) {
                     _ = try c.scanValue()
-                } catch .needMore where c.limit - firstLine >= recordLimit {
-                    c.pos = firstLine
-                    return .ndjson
+                } catch {
+                    switch error {
+                    case .needMore:
+                        guard c.limit - firstLine >= recordLimit else { throw error }
+                        c.pos = firstLine
+                        return .ndjson
+                    case .syntax(let offset, _):
+                        // Broken on its first line, or cut short with NDJSON records after it
+                        // (past blank lines): NDJSON's first rejected line. Broken further down,
+                        // it is a document, whose reader says where.
+                        c.pos = firstLine
+                        if memchr(c.base + firstLine, 0x0A, Swift.max(0, offset - firstLine)) == nil { return .ndjson }
+                        var next = firstLine
+                        while next < c.limit && c.base[next] != 0x0A { next += 1 }
+                        while next < c.limit && (c.base[next] == 0x0A || c.base[next] == 0x0D || c.base[next] == 0x20 || c.base[next] == 0x09) { next += 1 }
+                        return next < c.limit && c.base[next] == UInt8(ascii: "{") ? .ndjson : .json
+                    }
                 }
                 let spansLines = memchr(c.base + firstLine, 0x0A, c.pos - firstLine) != nil
                 c.pos = firstLine

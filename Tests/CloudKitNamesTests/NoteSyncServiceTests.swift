@@ -1,15 +1,13 @@
 import CloudKit
 import Foundation
-import Stratus
 import StratusTestSupport
 import Testing
 
 // A notes service written as CloudKit apps write one: `import CloudKit`, the `CK` names, the
 // operation API with its per-item and final blocks, a custom zone synced by change tokens kept
 // with NSKeyedArchiver, conflicts resolved from `CKError.serverRecord`. Nothing in
-// `NoteSyncService` is Stratus's own spelling except what the README lists as still needed on
-// Linux: `try` on `CKContainer(identifier:…)` (here given the test's store and user, in the
-// test), and `QueryPredicate` where CloudKit takes an `NSPredicate`.
+// `NoteSyncService` is Stratus's own spelling (this file does not import Stratus): the test gives
+// `CKContainer(identifier:storePath:userName:)` its store and user, with `try`.
 
 final class NoteSyncService {
     let database: CKDatabase
@@ -104,8 +102,8 @@ final class NoteSyncService {
             }
             database.add(operation)
         }
-        let query = CKQuery(recordType: "Note", predicate: QueryPredicate(value: true))
-        query.sortDescriptors = [RecordSortDescriptor(key: "title", ascending: true)]
+        let query = CKQuery(recordType: "Note", predicate: NSPredicate(value: true))
+        query.sortDescriptors = [NSSortDescriptor(key: "title", ascending: true)]
         run(CKQueryOperation(query: query))
     }
 

@@ -169,6 +169,7 @@ struct PostgresSecurityTests {
             INSERT INTO notifications(container, subscriber, seq, created_at, payload)
             SELECT $1, $2, coalesce((SELECT f.seq FROM notification_feeds f WHERE f.container = $1 AND f.subscriber = $2), 0) + 1, 0, '{"evil":2}'
             """, [.text(store.identifier), .text(aliceName)])
+        refused("INSERT INTO notification_feeds(container, subscriber, seq) VALUES ($1, 'someone-without-a-feed', 9223372036854775807)", [.text(store.identifier)])
         refused("INSERT INTO zone_tombstones(container, db, owner, zone_name, zone_owner, db_change_seq, deleted_at) VALUES ($1, 1, '', '_defaultZone', '', 1, 0)", [.text(store.identifier)])
         // References and words that would tie alice's records to his, a tombstone for her living record.
         refused("INSERT INTO refs(zone_id, target_name, source_name, owner) SELECT zone_id, 'bob-comment', 'alice-note', '' FROM records WHERE record_name = 'alice-note'")
@@ -256,6 +257,13 @@ struct PostgresSecurityTests {
         try await TestDatabase.save([makeRecord("Note", "alice-note-after")], in: aliceDatabase)
         #expect(try ownerRaw.query("SELECT count(*) FROM notifications WHERE subscriber = $1 AND payload LIKE '%-note-after%'", [.text(aliceName)])[0].int64(0) == 2)
         #expect(try ownerRaw.query("SELECT count(*) FROM notifications WHERE payload LIKE '%evil%'")[0].int64(0) == 0)
+        // Alice marks her notifications read, but moves none past her feed's counter.
+        #expect(try aliceRaw.execute("UPDATE notifications SET read = true WHERE subscriber = $1", [.text(aliceName)]) >= 2)
+        #expect(throws: (any Error).self) { try aliceRaw.execute("UPDATE notifications SET seq = seq + 1000 WHERE subscriber = $1", [.text(aliceName)]) }
+        // A database whose history went far (the tables' owner stands in for billions of
+        // transactions) takes a member's writes: a zone's place in it is copied, not counted.
+        try ownerRaw.execute("UPDATE database_history SET change_seq = change_seq + 3000000000 WHERE owner = '' AND db = 1")
+        try await TestDatabase.save([makeRecord("Note", "after-a-long-history")], in: aliceDatabase)
         // A counter the tables' owner put at its end stops that zone's writes with a message, not a crash.
         let publicZone = "owner = '' AND db = 1 AND zone_name = '_defaultZone'"
         let counted = try #require(try ownerRaw.query("SELECT change_seq FROM zones WHERE \(publicZone)").first?.int64(0))

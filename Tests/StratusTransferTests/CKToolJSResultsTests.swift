@@ -65,6 +65,11 @@ struct CKToolJSResultsTests {
             #expect(read.recordID.recordName == "n1" && read.recordID.zoneID.zoneName == "Notes")
             #expect(read.fieldValue(forKey: "tags") == .stringList(["a", "b"]))
         }
+        // Beside another member, in either order, it is no answer: nothing is read as a save.
+        for input in [#"{"record":\#(record),"operationType":"forceDelete"}"#, #"{"operationType":"forceDelete","record":\#(record)}"#] {
+            let items = try? Self.read(input)
+            #expect(items?.allSatisfy { $0.record == nil } ?? true, "\(input): \(String(describing: items))")
+        }
     }
 
     @Test("a result that is none of the three (a misspelt 'record', a record that is not an object) is rejected, never read as a deletion")
