@@ -270,15 +270,3 @@ public typealias CKShare_Participant_Role = Share.ParticipantRole
 /// `CKRecordKeyValueIterator`: ``RecordKeyValueIterator``, what `for (key, value) in record`
 /// iterates with.
 public typealias CKRecordKeyValueIterator = RecordKeyValueIterator
-
-/// `catch CKError.unknownItem`, as CloudKit code matches an error by its code: true when
-/// `error` is a ``CKError`` with that code. (Stratus's own spelling is a member of the code
-/// type, which a program that imports only `CloudKit` does not see.)
-///
-/// ```swift
-/// do { _ = try await database.record(for: id) } catch CKError.unknownItem { print("gone") }
-/// ```
-@_disfavoredOverload  // Where Stratus is imported too, its own spelling answers, unambiguously.
-public func ~= (pattern: CKError.Code, error: any Error) -> Bool {
-    (error as? CKError)?.code == pattern
-}

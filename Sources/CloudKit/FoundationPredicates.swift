@@ -193,6 +193,6 @@ private enum FormatPredicates {
 /// ```
 ///
 /// As a type (`[NSSortDescriptor]`) the name is ambiguous with Foundation's class: write
-/// `CloudKit.NSSortDescriptor` (`RecordSortDescriptor` where Stratus is imported too), or
-/// `Foundation.NSSortDescriptor` for Foundation's.
+/// `RecordSortDescriptor` (or `CloudKit.NSSortDescriptor`), or `Foundation.NSSortDescriptor`
+/// for Foundation's.
 public typealias NSSortDescriptor = RecordSortDescriptor
