@@ -72,6 +72,13 @@ import Testing
         #expect(copy["title"] as? String == "Water the plants" && copy["count"] as? Int == 3)
         var iterator: CKRecordKeyValueIterator = note.makeIterator()
         #expect(iterator.next()?.0 == "count")
+        // Key paths, as CKCodable's decoder reads them.
+        note["list"] = CKRecord.Reference(recordID: CKRecord.ID(recordName: "list-1"), action: .deleteSelf)
+        #expect(note.value(forKeyPath: "recordID.recordName") as? String == note.recordID.recordName)
+        #expect(note.value(forKeyPath: "recordID.zoneID.zoneName") as? String == CKRecordZone.ID.default.zoneName)
+        #expect(note.value(forKeyPath: "list.recordID.recordName") as? String == "list-1")
+        #expect(note.value(forKeyPath: "title") as? String == "Water the plants")
+        #expect(note.value(forKeyPath: "title.length") == nil && note.value(forKeyPath: "missing.recordName") == nil)
 
         let role: CKShare_Participant_Role = .privateUser
         let permission: CKShare_Participant_Permission = .readOnly

@@ -40,6 +40,34 @@ extension Record {
         }
     }
 
+    /// The value at a dotted path, as `NSObject.value(forKeyPath:)` reads a `CKRecord`: the first
+    /// key as ``value(forKey:)`` reads it, then the properties of record and zone IDs
+    /// (`recordName`, `zoneID`, `zoneName`, `ownerName`) and of references (`recordID`,
+    /// `action`); `nil` for a path that leads nowhere.
+    ///
+    /// ```swift
+    /// let name = record.value(forKeyPath: "recordID.recordName") as? String
+    /// let list = record.value(forKeyPath: "list.recordID.recordName") as? String   // a reference field
+    /// ```
+    public func value(forKeyPath keyPath: String) -> Any? {
+        var parts = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard !parts.isEmpty else { return nil }
+        var value = self.value(forKey: parts.removeFirst())
+        for part in parts {
+            switch (value, part) {
+            case (let id as Record.ID, "recordName"): value = id.recordName
+            case (let id as Record.ID, "zoneID"): value = id.zoneID
+            case (let zone as RecordZone.ID, "zoneName"): value = zone.zoneName
+            case (let zone as RecordZone.ID, "ownerName"): value = zone.ownerName
+            case (let reference as Record.Reference, "recordID"): value = reference.recordID
+            case (let reference as Record.Reference, "action"): value = reference.action
+            case (let record as Record, _): value = record.value(forKey: part)
+            default: return nil
+            }
+        }
+        return value
+    }
+
     /// Sets or (with `nil` or `NSNull`) removes a field from a plain value, as key-value coding
     /// does: any ``RecordValueProtocol`` value, an `NSString`, `NSData`, or an array of these.
     ///
