@@ -104,7 +104,12 @@ public final class AssetExportFolder: @unchecked Sendable {
             // with other bytes is not an earlier export's, and is not this export's to replace.
             var info = stat()
             if lstat(destination.path, &info) == 0 {
-                throw RecordWriter.OutputError(message: "cannot write the asset \(name) into \(directory.path): a file of that name is already there with other bytes than the asset's content, and an export replaces no file it did not write; move it away, or name another folder")
+                let there = switch info.st_mode & S_IFMT {
+                case S_IFLNK: "a symbolic link of that name is already there (an export writes through no link)"
+                case S_IFREG: "a file of that name is already there with other bytes than the asset's content"
+                default: "something that is not a regular file is already there under that name"
+                }
+                throw RecordWriter.OutputError(message: "cannot write the asset \(name) into \(directory.path): \(there), and an export replaces nothing it did not write; move it away, or name another folder")
             }
             try copy(source, to: destination)
         }
