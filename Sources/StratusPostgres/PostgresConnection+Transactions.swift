@@ -84,6 +84,9 @@ extension PostgresConnection {
     /// - Throws: `body`'s error; `internalError` outside a transaction.
     @discardableResult
     public func savepoint<T>(_ body: () throws -> T) throws -> T {
+        // A COPY left open (new rows sent ahead) ends first: until then libpq reports the
+        // connection busy, and the savepoint would cut it.
+        try settle()
         guard transactionStatus == .inTransaction else {
             throw StratusError(.internalError, "a savepoint needs an open, healthy transaction")
         }

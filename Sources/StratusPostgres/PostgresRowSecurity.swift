@@ -222,7 +222,8 @@ enum PostgresRowSecurity {
         -- Each argument names a counter: `c` is a count writers add to (a write moves it by what it
         -- wrote, so a leap towards its end, or a new row that starts near it, would leave every
         -- other writer of the row nothing to count with); `c<=d` a position that never passes the
-        -- row's counter d (a history's start); `c+` a position copied from elsewhere, which only grows.
+        -- row's counter d (a history's start); `c+` a position copied from elsewhere (a zone's place in
+        -- its database's history), which writers set from its source, up or down.
         DECLARE
             before jsonb := CASE WHEN TG_OP = 'UPDATE' THEN to_jsonb(OLD) END;
             after jsonb := to_jsonb(NEW);
@@ -241,7 +242,7 @@ enum PostgresRowSecurity {
                 counter := rtrim(split_part(spec, '<=', 1), '+');
                 bound := nullif(split_part(spec, '<=', 2), '');
                 moved := (after ->> counter)::numeric - coalesce((before ->> counter)::numeric, 0);
-                IF before IS NOT NULL AND moved < 0 THEN
+                IF before IS NOT NULL AND moved < 0 AND right(spec, 1) <> '+' THEN
                     RAISE EXCEPTION 'role % may not move %.% back', CURRENT_USER, TG_TABLE_NAME, counter USING ERRCODE = '42501';
                 END IF;
                 IF bound IS NOT NULL THEN

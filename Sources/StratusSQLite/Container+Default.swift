@@ -20,6 +20,9 @@ extension Container {
     ///   `try Container(identifier:storePath:userName:)` to handle that error, or
     ///   `Container(identifier:postgresURL:)` for a PostgreSQL store (or
     ///   `Container(identifier:store:)` of `StratusStores`, which follows either).
+    // Disfavored: in a file that imports CloudKit too, `CKContainer.default()` is CloudKit's,
+    // which opens the store `$STRATUS_STORE` names on either engine.
+    @_disfavoredOverload
     public static func `default`() -> Container {
         let identifier = Container.defaultIdentifier
         return defaultContainers.withLock { containers in

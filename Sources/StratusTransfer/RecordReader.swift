@@ -398,6 +398,12 @@ public final class RecordReader {
     static func isEnvelope(_ c: inout JSONCursor) throws(ScanFailure) -> Bool {
         guard try c.openObject() else { return false }
         var key = try c.scanKey()
+        // CKTool JS's record answer is `{"record": {…}}` and nothing else: an object with more
+        // beside `record` is no answer, and is read (and refused) as a record.
+        if c.stringEquals(key, "record") {
+            _ = try c.scanValue()
+            return try !c.nextMember(close: UInt8(ascii: "}"), in: "an object")
+        }
         if c.stringEquals(key, "zoneID") {
             // Both records and modify requests have a zoneID; the next key tells them apart.
             _ = try c.scanValue()
@@ -412,7 +418,6 @@ public final class RecordReader {
             || c.stringEquals(key, "atomic") || c.stringEquals(key, "continuationMarker")
             || c.stringEquals(key, "syncToken") || c.stringEquals(key, "moreComing")
             || c.stringEquals(key, "recordResults") || c.stringEquals(key, "changeToken") || c.stringEquals(key, "continuationToken")
-            || c.stringEquals(key, "record")
     }
 
     // MARK: - NDJSON

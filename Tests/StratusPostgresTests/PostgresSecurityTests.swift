@@ -264,6 +264,10 @@ struct PostgresSecurityTests {
         // transactions) takes a member's writes: a zone's place in it is copied, not counted.
         try ownerRaw.execute("UPDATE database_history SET change_seq = change_seq + 3000000000 WHERE owner = '' AND db = 1")
         try await TestDatabase.save([makeRecord("Note", "after-a-long-history")], in: aliceDatabase)
+        // A zone's place in that history, moved ahead by a member, is set from its source again.
+        _ = try raw.execute("UPDATE zones SET db_change_seq = db_change_seq + 10 WHERE owner = '' AND db = 1")
+        try await TestDatabase.save([makeRecord("Note", "after-a-moved-place")], in: aliceDatabase)
+        try await TestDatabase.save([makeRecord("Note", "bob-after-a-moved-place")], in: bobDatabase)
         // A counter the tables' owner put at its end stops that zone's writes with a message, not a crash.
         let publicZone = "owner = '' AND db = 1 AND zone_name = '_defaultZone'"
         let counted = try #require(try ownerRaw.query("SELECT change_seq FROM zones WHERE \(publicZone)").first?.int64(0))

@@ -66,9 +66,10 @@ struct CKToolJSResultsTests {
             #expect(read.fieldValue(forKey: "tags") == .stringList(["a", "b"]))
         }
         // Beside another member, in either order, it is no answer: nothing is read as a save.
-        for input in [#"{"record":\#(record),"operationType":"forceDelete"}"#, #"{"operationType":"forceDelete","record":\#(record)}"#] {
-            let items = try? Self.read(input)
-            #expect(items?.allSatisfy { $0.record == nil } ?? true, "\(input): \(String(describing: items))")
+        for input in [#"{"record":\#(record),"operationType":"forceDelete"}"#, #"{"operationType":"forceDelete","record":\#(record)}"#,
+                      #"{"record":\#(record),"records":[]}"#, #"{"zoneID":{"zoneName":"Notes"},"record":\#(record)}"#] {
+            let items = try Self.read(input)
+            #expect(!items.isEmpty && items.allSatisfy { $0.record == nil && $0.rejection != nil }, "\(input): \(items)")
         }
     }
 
