@@ -652,7 +652,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
                 modified_by = u.modifier, change_tag = u.tag, change_seq = $13 + u.n
             FROM u
             WHERE r.zone_id = $1 AND r.record_name = u.name
-            RETURNING u.ord
+            RETURNING u.ord, u.n
             """, [.int64(zoneRow), .textArray(sentNames), .textArray(documents), .textArray(expectedTags), .textArray(types), .textArray(creators),
                   .textArray(tags), .doubleArray(dates), .int64Array(rooms), .textArray(modifiers),
                   .text(FieldDocument.encryptedKeysMember), .text(FieldDocument.jsonExtrasMember), .int64(self.states[zone].sequence)]) }
@@ -672,7 +672,11 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
         }
         guard !rows.isEmpty else { return answers }
         var updatedNames: [String?] = []
+        // The places given out: under policies a row this role may read but not write is
+        // numbered and not written, so the last place can lie past the count of rows written.
+        var lastPlace: Int64 = 0
         for row in rows {
+            lastPlace = Swift.max(lastPlace, try row.int64(1) ?? 0)
             guard let ordinal = try row.int64(0), ordinal >= 1, ordinal <= Int64(sent.count) else {
                 throw StratusError(.internalError, "an update of many records answered a row it was not sent")
             }
@@ -682,7 +686,7 @@ final class PostgresWriteTransaction: RecordWriteTransaction {
             updatedNames.append(name)
             forgetPrefetched(zoneRow: zoneRow, recordName: name)
         }
-        _ = nextSequence(zone, count: Int64(rows.count))
+        _ = nextSequence(zone, count: lastPlace)
         if try hasTombstones(zone) {
             try connection.execute("DELETE FROM tombstones WHERE zone_id = $1 AND record_name = ANY($2::text[])", [.int64(zoneRow), .textArray(updatedNames)])
         }

@@ -213,12 +213,14 @@ extension RecordReader {
                 if c.stringEquals(key, "recordResults") { return .open(.recordResults) }
                 return .open(c.stringEquals(key, "zones") ? .zones : .operations)
             }
-            // CKTool JS's record answer holds its record alone: beside another member (an
-            // operation's `operationType`), `record` is not an answer, and nothing is guessed.
-            if kind == .envelope && (c.stringEquals(key, "record") ? !keys.names.isEmpty : seen("record")) {
-                throw c.syntax(key.start, "'\(c.quoted(key))' beside 'record': a CKTool JS record answer ({\"record\": {…}}) holds its record alone, and a records/modify operation goes in an 'operations' array")
+            // CKTool JS's record answer holds its record alone (``isEnvelope(_:)`` opens one only
+            // so): `record` after an envelope's other members is no answer, and nothing is guessed.
+            if kind == .envelope && c.stringEquals(key, "record") {
+                guard keys.names.isEmpty else {
+                    throw c.syntax(key.start, "'record' beside other members: a CKTool JS record answer ({\"record\": {…}}) holds its record alone, and a records/modify operation goes in an 'operations' array")
+                }
+                return .singleRecord
             }
-            if kind == .envelope && c.stringEquals(key, "record") { return .singleRecord }
             // CKTool JS's answers name the marker continuationToken.
             if c.stringEquals(key, "continuationMarker") || c.stringEquals(key, "continuationToken") || c.stringEquals(key, "syncToken") {
                 let value = try c.scanValue()
