@@ -226,6 +226,9 @@ public typealias CKShareParticipantPermission = ShareParticipantPermission
 /// `CKShareParticipantRole`: ``ShareParticipantRole`` (Stratus names it without the prefix).
 public typealias CKShareParticipantRole = ShareParticipantRole
 
+/// `CKShareParticipantType`: ``ShareParticipantType``, the deprecated form of the role.
+public typealias CKShareParticipantType = ShareParticipantType
+
 /// `CKShareParticipantAcceptanceStatus`: ``ShareParticipantAcceptanceStatus`` (Stratus names it without the prefix).
 public typealias CKShareParticipantAcceptanceStatus = ShareParticipantAcceptanceStatus
 
@@ -266,6 +269,9 @@ public typealias CKShare_Participant_Permission = Share.ParticipantPermission
 
 /// `CKShare_Participant_Role`, the older name of `CKShare.ParticipantRole`.
 public typealias CKShare_Participant_Role = Share.ParticipantRole
+
+/// `CKShare_Participant_Type`, the older name of `CKShare.ParticipantType`.
+public typealias CKShare_Participant_Type = Share.ParticipantType
 
 /// `CKRecordKeyValueIterator`: ``RecordKeyValueIterator``, what `for (key, value) in record`
 /// iterates with.

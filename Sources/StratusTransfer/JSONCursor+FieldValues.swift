@@ -634,7 +634,9 @@ extension JSONCursor {
 
     private func locationValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int) throws(FieldError) -> Location {
         guard t.kind == .object else { throw fail(t, key, type, i, "must be an object with latitude and longitude, not \(t.kindName)") }
-        var location = Location(latitude: .nan, longitude: .nan)
+        // Defaults as Location(latitude:longitude:) sets them.
+        var latitude = Double.nan, longitude = Double.nan, altitude = 0.0, horizontalAccuracy = 0.0
+        var verticalAccuracy = -1.0, course = -1.0, speed = -1.0, when = Date(timeIntervalSinceReferenceDate: 0)
         let seen = try forEachDistinctMember(t, key, type, i) { (k, v) throws(FieldError) -> UInt32 in
             let bit: UInt32
             func number() throws(FieldError) -> Double {
@@ -643,13 +645,13 @@ extension JSONCursor {
                 if d == 0, !spellsZero(v) { throw fail(v, key, type, i, "has '\(quoted(k))' \(numberText(v)), which is too small for a double: it would be stored as 0") }
                 return d
             }
-            if stringEquals(k, "latitude") { bit = 1; location.latitude = try number() }
-            else if stringEquals(k, "longitude") { bit = 2; location.longitude = try number() }
-            else if stringEquals(k, "altitude") { bit = 4; location.altitude = try number() }
-            else if stringEquals(k, "horizontalAccuracy") { bit = 8; location.horizontalAccuracy = try number() }
-            else if stringEquals(k, "verticalAccuracy") { bit = 16; location.verticalAccuracy = try number() }
-            else if stringEquals(k, "course") { bit = 32; location.course = try number() }
-            else if stringEquals(k, "speed") { bit = 64; location.speed = try number() }
+            if stringEquals(k, "latitude") { bit = 1; latitude = try number() }
+            else if stringEquals(k, "longitude") { bit = 2; longitude = try number() }
+            else if stringEquals(k, "altitude") { bit = 4; altitude = try number() }
+            else if stringEquals(k, "horizontalAccuracy") { bit = 8; horizontalAccuracy = try number() }
+            else if stringEquals(k, "verticalAccuracy") { bit = 16; verticalAccuracy = try number() }
+            else if stringEquals(k, "course") { bit = 32; course = try number() }
+            else if stringEquals(k, "speed") { bit = 64; speed = try number() }
             else if stringEquals(k, "timestamp") {
                 bit = 128
                 guard v.kind == .number || v.kind == .string else { throw fail(v, key, type, i, "has a timestamp that is \(v.kindName), not a number or an ISO 8601 date-time") }
@@ -657,7 +659,7 @@ extension JSONCursor {
                     if v.kind == .string { throw fail(v, key, type, i, "has a timestamp '\(quoted(v))' that is not an ISO 8601 date-time with a zone") }
                     throw fail(v, key, type, i, "has a timestamp \(numberText(v)) that \(timestampRefusal(v))")
                 }
-                location.timestamp = date
+                when = date
             } else {
                 // Kept with the field's JSON (keepsFieldText).
                 bit = 0
@@ -665,7 +667,8 @@ extension JSONCursor {
             return bit
         }
         guard seen & 3 == 3 else { throw fail(t, key, type, i, "needs both latitude and longitude") }
-        return location
+        return Location(latitude: latitude, longitude: longitude, altitude: altitude, horizontalAccuracy: horizontalAccuracy,
+                        verticalAccuracy: verticalAccuracy, course: course, speed: speed, timestamp: when)
     }
 
     private func assetValue(_ t: Token, _ key: String, _ type: FieldType, _ i: Int, context: DecodeContext) throws(FieldError) -> Asset {
@@ -720,8 +723,7 @@ extension JSONCursor {
             throw fail(t, key, type, i, "must be an object with a downloadURL, or a file path, not \(t.kindName)")
         }
         var metadata = Asset(downloadURL: nil, fileChecksum: texts["fileChecksum"], size: size, referenceChecksum: texts["referenceChecksum"],
-                             wrappingKey: texts["wrappingKey"], receipt: texts["receipt"])
-        metadata.otherMembers = others
+                             wrappingKey: texts["wrappingKey"], receipt: texts["receipt"], otherMembers: others)
         guard location.isPresent else {
             guard metadata.hasCloudKitMetadata else { throw fail(t, key, type, i, "has no downloadURL (a file path or CloudKit's URL) and no fileChecksum, receipt or other member of CloudKit's asset, so it names no content") }
             return metadata
@@ -731,7 +733,7 @@ extension JSONCursor {
             // CloudKit's copy: kept as a reference with its metadata. Its content in the asset
             // folder is read from there: named by its checksum (downloaded from CloudKit), else by
             // the member Stratus's export writes for an asset that has no checksum.
-            metadata.downloadURL = text
+            metadata = metadata.replacingMetadata({ var described = metadata.cloudKitMetadata; described.downloadURL = text; return described }())
             let names = [(metadata.fileChecksum.flatMap(AssetAttacher.checksumFileName), "fileChecksum"),
                          (texts[AssetExportFolder.contentFileMember].flatMap { SHA256Hasher.Digest.isHexadecimal($0) ? $0 : nil }, AssetExportFolder.contentFileMember)]
             // Looked at without following links: a link is the confined open's to follow or

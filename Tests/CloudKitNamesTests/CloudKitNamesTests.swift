@@ -90,6 +90,17 @@ import Testing
         #expect(role == CKShare.ParticipantRole.privateUser && permission == CKShare.ParticipantPermission.readOnly)
         #expect(acceptance == CKShare.ParticipantAcceptanceStatus.pending && permissions.contains(.userDiscoverability))
 
+        // CKShare.Participant.type, the deprecated form of the role that older sharing code reads.
+        let share = CKShare(rootRecord: CKRecord(recordType: "List"))
+        #expect(share.owner.type == .owner)
+        let invited = CKShare.Participant(userIdentity: CKUserIdentity(userRecordID: CKRecord.ID(recordName: "_bob")))
+        let kind: CKShare_Participant_Type = invited.type
+        #expect(kind == .privateUser && CKShareParticipantType.publicUser.rawValue == 4)
+        invited.role = .administrator
+        #expect(invited.type == .privateUser, "an administrator is a private user in the older terms")
+        invited.type = .publicUser
+        #expect(invited.role == .publicUser)
+
         // This file imports Stratus beside CloudKit: an error still matches by its code.
         do {
             throw CKError(.unknownItem, "not found")

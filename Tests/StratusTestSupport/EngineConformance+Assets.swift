@@ -117,9 +117,8 @@ extension EngineConformance {
 
     static func remoteAssetsKeepTheirMetadata(_ env: Environment) async throws {
         let database = env.container().publicCloudDatabase
-        var remote = Asset(downloadURL: "https://cvws.icloud-content.com/B/AV4x/${f}?o=abc", fileChecksum: "AV4xs/+kT2=", size: 53_211,
-                           referenceChecksum: "AR7u", wrappingKey: "wk+/==", receipt: "rcpt")
-        remote.otherMembers = ["futureMember": #"{"a":[1,2]}"#]
+        let remote = Asset(downloadURL: "https://cvws.icloud-content.com/B/AV4x/${f}?o=abc", fileChecksum: "AV4xs/+kT2=", size: 53_211,
+                           referenceChecksum: "AR7u", wrappingKey: "wk+/==", receipt: "rcpt", otherMembers: ["futureMember": #"{"a":[1,2]}"#])
         let record = Record(recordType: "CPLMaster", recordID: Record.ID(recordName: "master"))
         record["resJPEGFullRes"] = remote
         record["filenameEnc"] = Data("IMG_0001.JPG".utf8)

@@ -891,7 +891,7 @@ struct QueryLanguageGenerator {
             return (search, false)
         case 83..<90:
             var origin = pick(Self.points)
-            if chance(0.3) { origin.latitude += 0.01 }
+            if chance(0.3) { origin = Location(latitude: origin.latitude + 0.01, longitude: origin.longitude) }
             let op: ComparisonOperator = pick([.less, .lessOrEqual, .greater, .greaterOrEqual])
             var km = pick(Self.kilometres)
             // Keep clear of any record's exact distance, where rounding could decide.

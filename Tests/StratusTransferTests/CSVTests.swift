@@ -89,8 +89,7 @@ struct CSVTests {
         #expect(b.recordChangeTag == nil && b.creationDate == nil)
         #expect(b.fieldValue(forKey: "ref") == .reference(Record.Reference(recordID: Record.ID(recordName: "y"), action: .deleteSelf)))
         #expect(b.fieldValue(forKey: "file") == .asset(Asset(fileURL: URL(fileURLWithPath: "/tmp/b c.jpg"))))
-        var place = Location(latitude: 1, longitude: 2)
-        place.altitude = 3
+        let place = Location(latitude: 1, longitude: 2, altitude: 3)
         #expect(b.fieldValue(forKey: "place") == .location(place))
     }
 

@@ -323,17 +323,18 @@ struct StoredDocumentReader {
     /// An asset's metadata object (see ``FieldDocument``), applied to `asset`.
     private mutating func assetMetadata(_ asset: inout Asset) throws(Failure) {
         var sizeAbsent = false
+        var metadata = asset.cloudKitMetadata
         try cursor.expect(UInt8(ascii: "{"), "an asset's metadata")
         if !cursor.consume(UInt8(ascii: "}")) {
             repeat {
                 let key = try cursor.scanKey()
                 switch cursor.string(key) {
-                case "downloadURL": asset.downloadURL = try string()
-                case "fileChecksum": asset.fileChecksum = try string()
-                case "referenceChecksum": asset.referenceChecksum = try string()
-                case "wrappingKey": asset.wrappingKey = try string()
-                case "receipt": asset.receipt = try string()
-                case "other": asset.otherMembers = try texts()
+                case "downloadURL": metadata.downloadURL = try string()
+                case "fileChecksum": metadata.fileChecksum = try string()
+                case "referenceChecksum": metadata.referenceChecksum = try string()
+                case "wrappingKey": metadata.wrappingKey = try string()
+                case "receipt": metadata.receipt = try string()
+                case "other": metadata.otherMembers = try texts()
                 case "noSize":
                     let value = try cursor.scanValue()
                     sizeAbsent = value.kind == .trueLiteral
@@ -341,6 +342,7 @@ struct StoredDocumentReader {
                 }
             } while try cursor.nextMember(close: UInt8(ascii: "}"), in: "an asset's metadata")
         }
+        asset = asset.replacingMetadata(metadata)
         // Only an asset without stored content can lack a size.
         if sizeAbsent && asset.storedIdentifier == nil { asset = asset.withoutContent(size: nil) }
     }

@@ -21,7 +21,11 @@ import Foundation
 /// let photo = (fetched["image"] as! Asset).fileURL!      // the app's own copy
 /// try FileManager.default.moveItem(at: photo, to: cacheURL)
 /// ```
-public struct Asset: Hashable, Sendable, Codable {
+///
+/// A class, as `CKAsset` is: immutable, equal by value (`==`, `isEqual(_:)`, hashing), archived
+/// with `NSSecureCoding` and encoded with `Codable` (both keep what ``encode(to:)`` keeps), and
+/// extensible with a `convenience init` as ported CloudKit code extends it.
+public final class Asset: NSObject, NSSecureCoding, NSCopying, Codable, Sendable {
     /// Where the app reads the asset's bytes, as `CKAsset.fileURL`:
     /// - for an asset made with ``init(fileURL:)``, the file given;
     /// - for an asset read from a store (a fetched or saved record), a file the app owns with
@@ -79,18 +83,18 @@ public struct Asset: Hashable, Sendable, Codable {
 
     /// CloudKit's `downloadURL`: where CloudKit served the content (an `https` URL, valid for a
     /// while after the record was fetched). Kept as it came, never fetched.
-    public var downloadURL: String?
+    public let downloadURL: String?
     /// CloudKit's `fileChecksum`: its token for the content (not a digest Stratus can check).
-    public var fileChecksum: String?
+    public let fileChecksum: String?
     /// CloudKit's `referenceChecksum` (the checksum of the wrapping key), private database assets.
-    public var referenceChecksum: String?
+    public let referenceChecksum: String?
     /// CloudKit's `wrappingKey` (the key the content was encrypted with), private database assets.
-    public var wrappingKey: String?
+    public let wrappingKey: String?
     /// CloudKit's `receipt` of an upload.
-    public var receipt: String?
+    public let receipt: String?
     /// Other members of CloudKit's asset dictionary (and known ones that came as `null`), by
     /// key, as JSON text, kept as they came.
-    public var otherMembers: [String: String]
+    public let otherMembers: [String: String]
 
     /// Where a save reads the content from, when it is not the plain ``fileURL``.
     package let source: Source?
@@ -108,7 +112,7 @@ public struct Asset: Hashable, Sendable, Codable {
     /// ```swift
     /// let photo = Asset(fileURL: URL(fileURLWithPath: "/srv/upload/photo.jpg"))
     /// ```
-    public init(fileURL: URL) {
+    public convenience init(fileURL: URL) {
         self.init(fileURL: fileURL, storedIdentifier: nil, size: nil, source: nil)
     }
 
@@ -119,7 +123,7 @@ public struct Asset: Hashable, Sendable, Codable {
     /// ```swift
     /// let stored = Asset(storedIdentifier: sha256Hex, size: 1_024, fileURL: url)
     /// ```
-    public init(storedIdentifier: String, size: Int64, fileURL: URL?) {
+    public convenience init(storedIdentifier: String, size: Int64, fileURL: URL?) {
         self.init(fileURL: fileURL, storedIdentifier: storedIdentifier, size: size, source: nil)
     }
 
@@ -130,7 +134,7 @@ public struct Asset: Hashable, Sendable, Codable {
     /// ```swift
     /// let photo = Asset(path: "photos/a.jpg", in: URL(fileURLWithPath: "/srv/export"))
     /// ```
-    public init(path: String, in folder: URL, followsSymlinks: Bool = false) {
+    public convenience init(path: String, in folder: URL, followsSymlinks: Bool = false) {
         let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : folder.appendingPathComponent(path)
         self.init(fileURL: url, storedIdentifier: nil, size: nil, source: .confined(root: folder, path: path, followsSymlinks: followsSymlinks))
     }
@@ -140,29 +144,62 @@ public struct Asset: Hashable, Sendable, Codable {
     /// ```swift
     /// let remote = Asset(downloadURL: "https://cvws.icloud-content.com/B/…", fileChecksum: "AV4x…", size: 53_211)
     /// ```
-    public init(downloadURL: String?, fileChecksum: String? = nil, size: Int64? = nil, referenceChecksum: String? = nil,
-                wrappingKey: String? = nil, receipt: String? = nil) {
-        self.init(fileURL: nil, storedIdentifier: nil, size: size, source: nil)
-        self.downloadURL = downloadURL
-        self.fileChecksum = fileChecksum
-        self.referenceChecksum = referenceChecksum
-        self.wrappingKey = wrappingKey
-        self.receipt = receipt
+    public convenience init(downloadURL: String?, fileChecksum: String? = nil, size: Int64? = nil, referenceChecksum: String? = nil,
+                            wrappingKey: String? = nil, receipt: String? = nil, otherMembers: [String: String] = [:]) {
+        self.init(fileURL: nil, storedIdentifier: nil, size: size, source: nil,
+                  metadata: CloudKitMetadata(downloadURL: downloadURL, fileChecksum: fileChecksum, referenceChecksum: referenceChecksum,
+                                             wrappingKey: wrappingKey, receipt: receipt, otherMembers: otherMembers))
+    }
+
+    /// CloudKit's description of an asset's content, as an asset keeps it.
+    package struct CloudKitMetadata: Sendable {
+        package var downloadURL: String?
+        package var fileChecksum: String?
+        package var referenceChecksum: String?
+        package var wrappingKey: String?
+        package var receipt: String?
+        package var otherMembers: [String: String]
+
+        package init(downloadURL: String? = nil, fileChecksum: String? = nil, referenceChecksum: String? = nil,
+                     wrappingKey: String? = nil, receipt: String? = nil, otherMembers: [String: String] = [:]) {
+            self.downloadURL = downloadURL
+            self.fileChecksum = fileChecksum
+            self.referenceChecksum = referenceChecksum
+            self.wrappingKey = wrappingKey
+            self.receipt = receipt
+            self.otherMembers = otherMembers
+        }
+    }
+
+    /// The asset's CloudKit metadata, to build another asset with it.
+    package var cloudKitMetadata: CloudKitMetadata {
+        CloudKitMetadata(downloadURL: downloadURL, fileChecksum: fileChecksum, referenceChecksum: referenceChecksum,
+                         wrappingKey: wrappingKey, receipt: receipt, otherMembers: otherMembers)
     }
 
     /// An asset with a file: a source to save when `storedIdentifier` is `nil`, else the
     /// store's content file, which ``fileURL`` hands out copies of.
-    package init(fileURL: URL?, storedIdentifier: String?, size: Int64?, source: Source?) {
+    package init(fileURL: URL?, storedIdentifier: String?, size: Int64?, source: Source?, metadata: CloudKitMetadata = CloudKitMetadata()) {
         self.location = fileURL
         self.storedIdentifier = storedIdentifier
         self.size = size
         self.source = source
-        self.otherMembers = [:]
+        self.downloadURL = metadata.downloadURL
+        self.fileChecksum = metadata.fileChecksum
+        self.referenceChecksum = metadata.referenceChecksum
+        self.wrappingKey = metadata.wrappingKey
+        self.receipt = metadata.receipt
+        self.otherMembers = metadata.otherMembers
         if let storedIdentifier, let fileURL {
             handout = AssetHandout(content: fileURL, identifier: storedIdentifier, size: size)
         } else {
             handout = nil
         }
+    }
+
+    /// The same content (or source) with `metadata` in place of this asset's CloudKit metadata.
+    package func replacingMetadata(_ metadata: CloudKitMetadata) -> Asset {
+        Asset(fileURL: location, storedIdentifier: storedIdentifier, size: size, source: source, metadata: metadata)
     }
 
     /// Whether the asset carries CloudKit's description of its content (a `downloadURL`, a
@@ -182,45 +219,34 @@ public struct Asset: Hashable, Sendable, Codable {
     /// let stored = asset.withContent(identifier: hash, size: 1_024, fileURL: url)
     /// ```
     public func withContent(identifier: String, size: Int64, fileURL: URL?) -> Asset {
-        var stored = Asset(fileURL: fileURL, storedIdentifier: identifier, size: size, source: nil)
-        stored.copyMetadata(from: self)
-        return stored
+        Asset(fileURL: fileURL, storedIdentifier: identifier, size: size, source: nil, metadata: cloudKitMetadata)
     }
 
     /// The same asset with its CloudKit metadata only (no content), as a store keeps one
     /// whose content it does not have.
     package func withoutContent(size: Int64?) -> Asset {
-        var remote = Asset(fileURL: nil, storedIdentifier: nil, size: size, source: nil)
-        remote.copyMetadata(from: self)
-        return remote
+        Asset(fileURL: nil, storedIdentifier: nil, size: size, source: nil, metadata: cloudKitMetadata)
     }
 
     /// This asset's source or content with `other`'s CloudKit metadata and the given size:
     /// what a reader makes of a CloudKit asset whose content is in a file.
     package func withMetadata(of other: Asset, size: Int64?) -> Asset {
-        var combined = Asset(fileURL: location, storedIdentifier: storedIdentifier, size: size ?? self.size, source: source)
-        combined.copyMetadata(from: other)
-        return combined
-    }
-
-    private mutating func copyMetadata(from other: Asset) {
-        downloadURL = other.downloadURL
-        fileChecksum = other.fileChecksum
-        referenceChecksum = other.referenceChecksum
-        wrappingKey = other.wrappingKey
-        receipt = other.receipt
-        otherMembers = other.otherMembers
+        Asset(fileURL: location, storedIdentifier: storedIdentifier, size: size ?? self.size, source: source, metadata: other.cloudKitMetadata)
     }
 
     // Equality is the value's: which content or file, its size and metadata; not which copy
     // was handed out.
-    public static func == (lhs: Asset, rhs: Asset) -> Bool {
-        lhs.location == rhs.location && lhs.storedIdentifier == rhs.storedIdentifier && lhs.size == rhs.size && lhs.source == rhs.source
-            && lhs.downloadURL == rhs.downloadURL && lhs.fileChecksum == rhs.fileChecksum && lhs.referenceChecksum == rhs.referenceChecksum
-            && lhs.wrappingKey == rhs.wrappingKey && lhs.receipt == rhs.receipt && lhs.otherMembers == rhs.otherMembers
+    /// Whether `object` is an asset of the same content or file, size and CloudKit metadata.
+    public override func isEqual(_ object: Any?) -> Bool {
+        guard let other = object as? Asset else { return false }
+        return self === other
+            || (location == other.location && storedIdentifier == other.storedIdentifier && size == other.size && source == other.source
+                && downloadURL == other.downloadURL && fileChecksum == other.fileChecksum && referenceChecksum == other.referenceChecksum
+                && wrappingKey == other.wrappingKey && receipt == other.receipt && otherMembers == other.otherMembers)
     }
 
-    public func hash(into hasher: inout Hasher) {
+    public override var hash: Int {
+        var hasher = Hasher()
         hasher.combine(location)
         hasher.combine(storedIdentifier)
         hasher.combine(size)
@@ -231,7 +257,17 @@ public struct Asset: Hashable, Sendable, Codable {
         hasher.combine(wrappingKey)
         hasher.combine(receipt)
         hasher.combine(otherMembers)
+        return hasher.finalize()
     }
+
+    public override var description: String {
+        if let storedIdentifier { return "asset \(storedIdentifier) (\(size ?? 0) bytes)" }
+        if let location { return "asset \(location.path)" }
+        return "asset " + (downloadURL ?? fileChecksum ?? "without content")
+    }
+
+    /// The asset itself: assets are immutable (a copy of a stored asset shares its handed-out file).
+    public func copy(with zone: NSZone? = nil) -> Any { self }
 
     // The source is how a save finds content, not part of the value an archive keeps. An
     // archive keeps the store's file of a stored asset (as `fileURL`), so that the asset read
@@ -240,18 +276,25 @@ public struct Asset: Hashable, Sendable, Codable {
         case fileURL, storedIdentifier, size, downloadURL, fileChecksum, referenceChecksum, wrappingKey, receipt, otherMembers
     }
 
-    public init(from decoder: any Decoder) throws {
+    /// Reads an asset that ``encode(to:)`` wrote.
+    public convenience init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        let metadata = CloudKitMetadata(
+            downloadURL: try c.decodeIfPresent(String.self, forKey: .downloadURL),
+            fileChecksum: try c.decodeIfPresent(String.self, forKey: .fileChecksum),
+            referenceChecksum: try c.decodeIfPresent(String.self, forKey: .referenceChecksum),
+            wrappingKey: try c.decodeIfPresent(String.self, forKey: .wrappingKey),
+            receipt: try c.decodeIfPresent(String.self, forKey: .receipt),
+            otherMembers: try c.decodeIfPresent([String: String].self, forKey: .otherMembers) ?? [:])
         self.init(fileURL: try c.decodeIfPresent(URL.self, forKey: .fileURL), storedIdentifier: try c.decodeIfPresent(String.self, forKey: .storedIdentifier),
-                  size: try c.decodeIfPresent(Int64.self, forKey: .size), source: nil)
-        downloadURL = try c.decodeIfPresent(String.self, forKey: .downloadURL)
-        fileChecksum = try c.decodeIfPresent(String.self, forKey: .fileChecksum)
-        referenceChecksum = try c.decodeIfPresent(String.self, forKey: .referenceChecksum)
-        wrappingKey = try c.decodeIfPresent(String.self, forKey: .wrappingKey)
-        receipt = try c.decodeIfPresent(String.self, forKey: .receipt)
-        otherMembers = try c.decodeIfPresent([String: String].self, forKey: .otherMembers) ?? [:]
+                  size: try c.decodeIfPresent(Int64.self, forKey: .size), source: nil, metadata: metadata)
     }
 
+    /// Writes the file (the store's own file of a stored asset), size and CloudKit metadata.
+    ///
+    /// ```swift
+    /// let json = try JSONEncoder().encode(Asset(fileURL: URL(fileURLWithPath: "/tmp/photo.jpg")))
+    /// ```
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encodeIfPresent(location, forKey: .fileURL)
@@ -263,5 +306,35 @@ public struct Asset: Hashable, Sendable, Codable {
         try c.encodeIfPresent(wrappingKey, forKey: .wrappingKey)
         try c.encodeIfPresent(receipt, forKey: .receipt)
         if !otherMembers.isEmpty { try c.encode(otherMembers, forKey: .otherMembers) }
+    }
+
+    // MARK: NSSecureCoding, as apps archive a record's values (a dictionary of them, a cache)
+
+    public static var supportsSecureCoding: Bool { true }
+
+    private static let archiveKey = "StratusAssetJSON"
+
+    /// Writes the asset (`NSCoding`): what ``encode(to:)`` writes, as JSON.
+    ///
+    /// ```swift
+    /// let data = try NSKeyedArchiver.archivedData(withRootObject: asset, requiringSecureCoding: true)
+    /// ```
+    public func encode(with coder: NSCoder) {
+        guard let json = try? JSONEncoder().encode(self) else { return }
+        coder.encode(json as NSData, forKey: Self.archiveKey)
+    }
+
+    /// Reads an asset written by ``encode(with:)``; `nil` when the archive holds none.
+    ///
+    /// ```swift
+    /// let asset = try NSKeyedUnarchiver.unarchivedObject(ofClass: Asset.self, from: data)
+    /// ```
+    public convenience init?(coder: NSCoder) {
+        guard coder.containsValue(forKey: Self.archiveKey),
+              let json = coder.decodeObject(of: NSData.self, forKey: Self.archiveKey),
+              let decoded = try? JSONDecoder().decode(Asset.self, from: json as Data)
+        else { return nil }
+        self.init(fileURL: decoded.location, storedIdentifier: decoded.storedIdentifier, size: decoded.size, source: nil,
+                  metadata: decoded.cloudKitMetadata)
     }
 }

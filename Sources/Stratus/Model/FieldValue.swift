@@ -20,9 +20,9 @@ public enum FieldValue: Hashable, Sendable, Codable {
     case bytes(Data)
     // Boxed: these payloads are three to five times the size of the others, and every value
     // (in every record's dictionary) would otherwise be as large as the largest case.
-    indirect case reference(Record.Reference)
-    indirect case location(Location)
-    indirect case asset(Asset)
+    case reference(Record.Reference)
+    case location(Location)
+    case asset(Asset)
     case stringList([String])
     case int64List([Int64])
     case doubleList([Double])

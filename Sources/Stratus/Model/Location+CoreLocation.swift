@@ -63,7 +63,7 @@ extension Location {
     /// let place = Location(coordinate: LocationCoordinate2D(latitude: 52.52, longitude: 13.405), altitude: 34,
     ///                      horizontalAccuracy: 5, verticalAccuracy: 10, timestamp: Date())
     /// ```
-    public init(coordinate: LocationCoordinate2D, altitude: LocationDistance, horizontalAccuracy: Double,
+    public convenience init(coordinate: LocationCoordinate2D, altitude: LocationDistance, horizontalAccuracy: Double,
                 verticalAccuracy: Double, timestamp: Date) {
         self.init(latitude: coordinate.latitude, longitude: coordinate.longitude, altitude: altitude,
                   horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy, timestamp: timestamp)
@@ -76,7 +76,7 @@ extension Location {
     /// let fix = Location(coordinate: coordinate, altitude: 0, horizontalAccuracy: 5, verticalAccuracy: -1,
     ///                    course: 90, speed: 1.4, timestamp: Date())
     /// ```
-    public init(coordinate: LocationCoordinate2D, altitude: LocationDistance, horizontalAccuracy: Double,
+    public convenience init(coordinate: LocationCoordinate2D, altitude: LocationDistance, horizontalAccuracy: Double,
                 verticalAccuracy: Double, course: Double, speed: Double, timestamp: Date) {
         self.init(latitude: coordinate.latitude, longitude: coordinate.longitude, altitude: altitude,
                   horizontalAccuracy: horizontalAccuracy, verticalAccuracy: verticalAccuracy,

@@ -54,6 +54,8 @@ public typealias ShareParticipant = Share.Participant
 public typealias ShareParticipantPermission = Share.ParticipantPermission
 /// `CKShareParticipantRole`: ``Share/ParticipantRole``.
 public typealias ShareParticipantRole = Share.ParticipantRole
+/// `CKShareParticipantType`'s name here: ``Share/ParticipantType``.
+public typealias ShareParticipantType = Share.ParticipantType
 /// `CKShareParticipantAcceptanceStatus`: ``Share/ParticipantAcceptanceStatus``.
 public typealias ShareParticipantAcceptanceStatus = Share.ParticipantAcceptanceStatus
 /// `CKShareMetadata`: ``Share/Metadata``.

@@ -606,43 +606,11 @@ extension Record {
         case deleteSelf = 1
     }
 
-    /// A link from one record to another in the same zone, like `CKRecord.Reference`.
+    /// A link from one record to another in the same zone, like `CKRecord.Reference`: a
+    /// ``RecordReference``.
     ///
     /// ```swift
     /// item["list"] = Record.Reference(recordID: list.recordID, action: .deleteSelf)
     /// ```
-    public struct Reference: Hashable, Sendable, Codable {
-        /// The ID of the referenced record.
-        ///
-        /// ```swift
-        /// let list = try await database.record(for: reference.recordID)
-        /// ```
-        public let recordID: ID
-        /// Whether deleting the referenced record deletes the referencing one too.
-        ///
-        /// ```swift
-        /// if reference.action == .deleteSelf { print("goes with its list") }
-        /// ```
-        public let action: ReferenceAction
-
-        /// A reference to the record with `recordID`, which must be in the referencing record's
-        /// zone; `action` says whether deleting it deletes the referencing record too.
-        ///
-        /// ```swift
-        /// item["list"] = Record.Reference(recordID: Record.ID(recordName: "groceries"), action: .none)
-        /// ```
-        public init(recordID: ID, action: ReferenceAction) {
-            self.recordID = recordID
-            self.action = action
-        }
-
-        /// A reference to `record`, as `CKRecord.Reference(record:action:)`.
-        ///
-        /// ```swift
-        /// item["list"] = Record.Reference(record: list, action: .deleteSelf)
-        /// ```
-        public init(record: Record, action: ReferenceAction) {
-            self.init(recordID: record.recordID, action: action)
-        }
-    }
+    public typealias Reference = RecordReference
 }

@@ -806,14 +806,10 @@ extension PredicateParser {
                 }
             }
             if numbers.count == 8 { timestamp = Date(timeIntervalSinceReferenceDate: numbers[7]) }
-            var location = Location(latitude: numbers[0], longitude: numbers[1])
-            if numbers.count > 2 { location.altitude = numbers[2] }
-            if numbers.count > 3 { location.horizontalAccuracy = numbers[3] }
-            if numbers.count > 4 { location.verticalAccuracy = numbers[4] }
-            if numbers.count > 5 { location.course = numbers[5] }
-            if numbers.count > 6 { location.speed = numbers[6] }
-            location.timestamp = timestamp
-            return location
+            func number(_ index: Int, else fallback: Double) -> Double { numbers.count > index ? numbers[index] : fallback }
+            return Location(latitude: numbers[0], longitude: numbers[1], altitude: number(2, else: 0),
+                            horizontalAccuracy: number(3, else: 0), verticalAccuracy: number(4, else: -1),
+                            course: number(5, else: -1), speed: number(6, else: -1), timestamp: timestamp)
         }
 
         /// `distanceToLocation:fromLocation:(field, location)`.

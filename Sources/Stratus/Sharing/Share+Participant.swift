@@ -19,6 +19,24 @@ extension Share {
         case readWrite = 3
     }
 
+    /// A participant's kind, as `CKShare.ParticipantType`: the older form of ``ParticipantRole``
+    /// (CloudKit deprecated it for the role, which adds administrators), kept for code that
+    /// still reads or sets ``Participant/type``.
+    ///
+    /// ```swift
+    /// let invited = share.participants.filter { $0.type == .privateUser }
+    /// ```
+    public enum ParticipantType: Int, Hashable, Sendable {
+        /// Not known.
+        case unknown = 0
+        /// The user who shares.
+        case owner = 1
+        /// A user the owner invited (an administrator is one too).
+        case privateUser = 3
+        /// A user who joined through the share's public URL.
+        case publicUser = 4
+    }
+
     /// What a participant is to the share, as `CKShare.ParticipantRole`.
     ///
     /// ```swift
@@ -134,6 +152,31 @@ extension Share {
         public var role: ParticipantRole {
             get { state.withLock { $0.role } }
             set { state.withLock { $0.role = newValue } }
+        }
+
+        /// The participant's ``role`` in the older terms of `CKShare.Participant.type`: an
+        /// administrator is a private user; setting it sets the role.
+        ///
+        /// ```swift
+        /// if participant.type == .owner { continue }
+        /// ```
+        public var type: ParticipantType {
+            get {
+                switch role {
+                case .unknown: .unknown
+                case .owner: .owner
+                case .administrator, .privateUser: .privateUser
+                case .publicUser: .publicUser
+                }
+            }
+            set {
+                switch newValue {
+                case .unknown: role = .unknown
+                case .owner: role = .owner
+                case .privateUser: if role != .administrator { role = .privateUser }
+                case .publicUser: role = .publicUser
+                }
+            }
         }
 
         /// Whether the participant accepted the share, as `CKShare.Participant.acceptanceStatus`.
