@@ -311,6 +311,64 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("records that wait for a parent, with other records of their name, deletions and other waiting records among them, end as the input orders them whatever --batch-size; each reject names its own line (found by a data tester: two records were dropped and counted unchanged)", arguments: TestEngine.all)
+    func waitingRecordsKeepInputOrder(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func save(_ name: String, _ value: Int, parent: String? = nil) -> String {
+                let parentMember = parent.map { #","parent":{"recordName":"\#($0)"}"# } ?? ""
+                return #"{"recordName":"\#(name)","recordType":"Item","fields":{"v":{"value":\#(value),"type":"INT64"}}\#(parentMember)}"#
+            }
+            func delete(_ name: String) -> String { #"{"recordName":"\#(name)","deleted":true}"# }
+            struct Case {
+                let lines: [String]
+                let options: [String]
+                /// Record name → the value it ends with, and its parent.
+                let expected: [String: (Int, String?)]
+                let rejectedLines: Set<Int>
+            }
+            let cases = [
+                // Two records (lost1, lost2) wait for parents while another (x) waits too (a line
+                // without a parent member leaves the parent as it was).
+                Case(lines: [save("x", 1, parent: "px"), save("lost1", 2, parent: "plost1"), save("x", 3), save("lost2", 4, parent: "plost2"),
+                             save("x", 5), save("px", 6), delete("gone1"), save("other1", 8), delete("gone2"), save("plost2", 10),
+                             delete("gone3"), save("plost1", 12), delete("gone4"), save("other2", 14)],
+                     options: [], expected: ["x": (5, "px"), "lost1": (2, "plost1"), "lost2": (4, "plost2"), "px": (6, nil), "other1": (8, nil),
+                                             "plost2": (10, nil), "plost1": (12, nil), "other2": (14, nil)], rejectedLines: []),
+                // A child waits for its parent, which the input then writes and deletes.
+                Case(lines: [save("a", 1, parent: "b"), save("b", 2), delete("b")], options: [], expected: ["a": (1, "b")], rejectedLines: []),
+                // A child after its parent's deletion, where the parent's earlier items wait.
+                Case(lines: [save("n1", 0), save("n1", 1, parent: "n2"), save("n2", 2), delete("n1"), save("n0", 4, parent: "n1")],
+                     options: ["--mode", "create"], expected: ["n2": (2, nil)], rejectedLines: [2, 5]),
+                // create: every refusal names its own line.
+                Case(lines: [save("a", 1, parent: "b"), save("a", 2, parent: "b"), save("b", 3), save("b", 6, parent: "a"), save("a", 11),
+                             save("a", 12, parent: "b"), save("a", 13)],
+                     options: ["--mode", "create"], expected: ["a": (1, "b"), "b": (3, nil)], rejectedLines: [2, 4, 5, 6, 7]),
+            ]
+            for (number, testCase) in cases.enumerated() {
+                for batchSize in ["1", "2", "2000"] {
+                    let zone = "Z\(number)-\(batchSize)"
+                    #expect(try await cli.run(["zones", "create", zone, "--database", "private"]).exitCode == 0)
+                    let rejects = store.path("rejects-\(zone).ndjson")
+                    let input = try cli.file("input-\(zone).ndjson", testCase.lines.joined(separator: "\n") + "\n")
+                    let result = try await cli.run(["import", input, "--database", "private", "--zone", zone, "--new-system-fields",
+                                                    "--batch-size", batchSize, "--reject-file", rejects] + testCase.options)
+                    let label = "case \(number), --batch-size \(batchSize)"
+                    #expect(result.exitCode == (testCase.rejectedLines.isEmpty ? 0 : 1), "\(label): \(result)")
+                    #expect(Set(try RejectLine.read(rejects).map(\.line)) == testCase.rejectedLines, "\(label)")
+                    #expect(try RejectLine.read(rejects).count == testCase.rejectedLines.count, "\(label): each line is rejected once")
+                    let items = try await cli.exported("Item", extra: ["--database", "private", "--zone", zone])
+                    #expect(Set(items.keys) == Set(testCase.expected.keys), "\(label): \(items.keys.sorted())")
+                    for (name, (value, parent)) in testCase.expected {
+                        let fields = items[name]?["fields"] as? [String: Any]
+                        #expect((fields?["v"] as? [String: Any])?["value"] as? Int == value, "\(label): \(name)")
+                        #expect((items[name]?["parent"] as? [String: Any])?["recordName"] as? String == parent, "\(label): \(name)'s parent")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("--max-errors with input in several zones: past the limit nothing after the rejected record is written in any zone; at it, every valid record is", arguments: TestEngine.all)
     func maxErrorsAcrossZones(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

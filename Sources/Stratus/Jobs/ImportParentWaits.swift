@@ -51,6 +51,9 @@ struct ImportParentWaits {
     /// Whether items of the record with `id` wait (a later item of it must wait behind them).
     func isWaiting(_ id: Record.ID) -> Bool { !queues.isEmpty && queues[id] != nil }
 
+    /// Whether items wait for the record with `id` as their parent.
+    func isAwaited(_ id: Record.ID) -> Bool { !children.isEmpty && children[id] != nil }
+
     /// `item`, whose parent `parent` is missing, waits for it (behind the items of its record
     /// that wait already, if any).
     mutating func wait(_ item: Item, forParent parent: Record.ID) {

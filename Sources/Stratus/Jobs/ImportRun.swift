@@ -469,6 +469,7 @@ final class ImportRun {
                 try await submitBatch(endItems: endItems)
                 if stop != nil { return }
             }
+            if waitsBehindReleased(ImportParentWaits.Item(entry: .save(record), line: line, item: item)) { return }
             batch.names.insert(record.recordID.recordName)
             if waits.isWaiting(record.recordID) {
                 // An earlier item of the record waits for its parent: this one waits behind it.
@@ -499,8 +500,18 @@ final class ImportRun {
                 if continuesInNextSegment(hasParent: false) { batch.startSegment() } else { try await submitBatch(endItems: endItems) }
             }
             if stop != nil { return }
+            if waits.isAwaited(id), isBeingWritten(id) {
+                // Records before it in the input wait for this record as their parent, which a
+                // batch not settled yet writes: that batch is settled, so that they are released
+                // and written before the deletion, as the input orders them.
+                try await submitBatch(endItems: endItems)
+                try await settleAll()
+                if stop != nil { return }
+            }
+            let waiting = ImportParentWaits.Item(entry: .deletion(id, owner: owner), line: line, item: item)
+            if waitsBehindReleased(waiting) { return }
             if waits.isWaiting(id) {
-                waits.wait(behind: ImportParentWaits.Item(entry: .deletion(id, owner: owner), line: line, item: item))
+                waits.wait(behind: waiting)
                 return
             }
             batch.names.insert(id.recordName)
@@ -524,12 +535,17 @@ final class ImportRun {
     /// item is read (`consumed` items were read).
     private func batchReady(consumed: Int) async throws {
         while let next = ready.first, stop == nil {
-            // The item stays in `ready` while it is batched, so that a batch ended now counts it pending.
+            // The item stays in `ready` while it is batched, so that a batch ended now counts it
+            // pending. Batching it can settle a batch that releases more, earlier in the input
+            // than it: what is taken out after is this item, wherever it is now.
             switch next.entry {
             case .save(let save): try await accept(save, line: next.line, item: next.item, before: consumed)
             case .deletion(let id, let owner): try await accept(deletion: id, owner: owner, line: next.line, item: next.item, before: consumed)
             }
-            ready.removeFirst()
+            // It stays only where it went back behind them (``waitsBehindReleased(_:)``).
+            if !ready.contains(where: { $0.item < next.item }), let index = ready.firstIndex(where: { $0.item == next.item }) {
+                ready.remove(at: index)
+            }
             if stop == nil && batch.isFull(atCount: batchSize) { try await submitBatch(endItems: consumed) }
         }
     }
@@ -559,11 +575,28 @@ final class ImportRun {
         }
         var indexByID: [Record.ID: Int] = [:]
         for (index, save) in batch.records.enumerated() { indexByID[save.recordID] = index }
+        // What the batches not settled yet leave, in their order: a record saved there is
+        // coming; one deleted there after its last save is going, whatever the store holds now.
         var coming: Set<Record.ID> = []
-        for flight in inFlight { for save in flight.batch.records { coming.insert(save.recordID) } }
+        var going: Set<Record.ID> = []
+        for flight in inFlight {
+            for number in 0..<flight.batch.segmentCount {
+                let (saves, deletions) = flight.batch.segment(number)
+                for index in saves {
+                    let id = flight.batch.records[index].recordID
+                    coming.insert(id)
+                    if !going.isEmpty { going.remove(id) }
+                }
+                for index in deletions {
+                    let id = flight.batch.deletions[index]
+                    going.insert(id)
+                    if !coming.isEmpty { coming.remove(id) }
+                }
+            }
+        }
         var unknown: Set<Record.ID> = []
         for save in batch.records {
-            if let parent = parentID(save), indexByID[parent] == nil, !coming.contains(parent) { unknown.insert(parent) }
+            if let parent = parentID(save), indexByID[parent] == nil, !coming.contains(parent), !going.contains(parent) { unknown.insert(parent) }
         }
         let stored = unknown.isEmpty ? [] : try await existingRecords(unknown)
         // Whether each record of the batch waits: its parent is missing, or waits itself.
@@ -576,7 +609,9 @@ final class ImportRun {
                 // A cycle of parents is the store's to refuse.
                 result = depth < batch.records.count && parentIndex != index && waiting(parentIndex, depth: depth + 1)
             } else {
-                result = !coming.contains(parent) && !stored.contains(parent)
+                // A parent whose own items wait (a save or a deletion of it earlier in the input
+                // than this record) is as those items leave it: this record waits behind them.
+                result = waits.isWaiting(parent) || (!coming.contains(parent) && (going.contains(parent) || !stored.contains(parent)))
             }
             waitsByIndex[index] = result
             return result
@@ -615,6 +650,24 @@ final class ImportRun {
         let unread = resumedPending.isEmpty || readEnd >= endItems ? [] : resumedPending.filter { $0 >= readEnd && $0 < endItems }
         guard !waits.isEmpty || !ready.isEmpty || !unread.isEmpty else { return [] }
         return Set(waits.items + ready.map(\.item) + unread).filter { $0 < endItems }.sorted()
+    }
+
+    /// Whether a batch submitted and not settled yet (or the one being read) saves the record `id`.
+    private func isBeingWritten(_ id: Record.ID) -> Bool {
+        batch.records.contains { $0.recordID == id } || inFlight.contains { $0.batch.records.contains { $0.recordID == id } }
+    }
+
+    /// Whether `item` goes behind items earlier in the input that a settled batch released and
+    /// that are not batched yet (the batch that ended for it settled one): it is then batched
+    /// after them, in input order (an item read from the input is put among them; one of them
+    /// stays where it is), before the next input item is read.
+    private func waitsBehindReleased(_ item: ImportParentWaits.Item) -> Bool {
+        guard !ready.isEmpty, ready.contains(where: { $0.item < item.item }) else { return false }
+        if !ready.contains(where: { $0.item == item.item }) {
+            let index = ready.firstIndex { $0.item > item.item } ?? ready.endIndex
+            ready.insert(item, at: index)
+        }
+        return true
     }
 
     /// After a batch settled: the records that waited for the records it wrote are ready.
