@@ -172,6 +172,16 @@ struct ImportCommand: Command {
         return command
     }
 
+    /// Where the import writes, as its checkpoint records it: resumed with another container,
+    /// environment, database, zone or user, the checkpoint would skip items the earlier runs
+    /// wrote elsewhere.
+    var checkpointDestination: String {
+        let user = asAdministrator ? "as the administrator"
+            : "as user " + (store.userName ?? ProcessInfo.processInfo.environment["STRATUS_USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "(the default)")
+        let zone = "zone \(store.zoneID.zoneName)" + (store.zoneOwner.map { " of \($0)" } ?? "")
+        return "container \(store.containerIdentifier), \(store.environment) environment, the \(store.scope) database, \(zone), \(user)"
+    }
+
     func run() async throws -> ExitCode {
         let input = try openInput()
         var readOptions = RecordReadOptions()
@@ -203,7 +213,7 @@ struct ImportCommand: Command {
             throw UsageError(message: "--reject-file \(rejectPath) is the input itself; name another file")
         }
         let rejects = try RejectFile(path: rejectPath)
-        let checkpoint = try checkpointPath.map { try ImportCheckpointFile(path: $0, input: input.identity, inputSize: input.size) }
+        let checkpoint = try checkpointPath.map { try ImportCheckpointFile(path: $0, input: input.identity, inputSize: input.size, destination: checkpointDestination) }
         // A dry run writes nothing, so it needs a store that exists (for its schemas); one the
         // user may not write fails as the real run would (77, RecordImporter checks), not "valid".
         // A run that goes on from a checkpoint goes on in the store the earlier run wrote to: a

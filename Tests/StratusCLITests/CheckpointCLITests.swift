@@ -358,6 +358,16 @@ struct CheckpointCLITests {
             #expect(wrongStore.exitCode == 64 && wrongStore.stderr.contains("holds no record"), "\(wrongStore)")
             #expect(Self.committedItems(checkpoint) == afterKill, "the checkpoint is left alone")
             #expect(try await cli.run(["count", "--type", "Row", "--store", otherStore]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+            // Nor to another destination in the store (a cron line corrected to another
+            // database, zone, container or user): it would skip there what went elsewhere.
+            #expect(try await cli.run(["zones", "create", "Elsewhere", "--database", "private"]).exitCode == 0)
+            for destination in [["--database", "private"], ["--database", "private", "--zone", "Elsewhere"], ["--container", "other"], ["--user", "mallory"],
+                                ["--environment", "production"]] {
+                let moved = try await cli.run(arguments + destination)
+                #expect(moved.exitCode == 64 && moved.stderr.contains("belongs to the import into container default, development environment, the public database"), "\(destination): \(moved)")
+                #expect(Self.committedItems(checkpoint) == afterKill, "the checkpoint is left alone")
+            }
+            #expect(try await cli.count("Row", extra: ["--database", "private"]) == 0)
 
             // 2. Resumed, then stopped with SIGTERM once it committed more.
             let second = try cli.start(arguments)

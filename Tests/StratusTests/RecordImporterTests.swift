@@ -302,6 +302,28 @@ struct RecordImporterTests {
         }
     }
 
+    @Test("a reject sink that fails with batches in flight: the failure's summary counts every record the store committed, the batches after the failing one too (found by a data tester)")
+    func failingRejectSinkCountsWhatCommitted() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            var input = items(600).enumerated().map { RecordSourceItem.record($0.element, line: $0.offset + 1) }
+            for line in stride(from: 10, through: 600, by: 50) { input[line - 1] = .rejected(RecordRejection(line: line, column: 1, recordName: nil, message: "broken")) }
+            final class FullDisk: RecordRejectSink {
+                func reject(_ rejection: RecordRejection) throws { throw StratusError(.internalError, "no space left on device") }
+            }
+            let options = Self.options { $0.batchSize = 50; $0.batchesInFlight = 3 }
+            do {
+                _ = try await RecordImporter(database: database, options: options).run(from: ItemSource(input), rejects: FullDisk())
+                Issue.record("the sink's failure is the run's")
+            } catch let failure as RecordImporter.Failure {
+                #expect(failure.stage == .rejects, "\(failure)")
+                let stored = try await storedNames(database).count
+                #expect(failure.summary.created == stored, "the summary says what the store holds: \(failure.summary) vs \(stored) stored")
+                #expect(stored >= 49 && stored < 588, "the first batch committed, and the import stopped: \(stored)")
+            }
+        }
+    }
+
     @Test("a cancelled importer runs again; task cancellation before the first record ends cancelled, not as a store failure; progress's done count never goes back")
     func reuseEarlyCancellationAndProgress() async throws {
         try await SQLiteFixture.with { fixture in

@@ -1,8 +1,9 @@
 import Foundation
 
 /// An import's checkpoint kept in a file, as `stratus import --checkpoint` keeps it: where the
-/// import stopped, and which input it belongs to (a name and a size), so that it is never
-/// applied to another input.
+/// import stopped, which input it belongs to (a name and a size) and, when given, where the
+/// input goes (a container, database, zone…), so that it is never applied to another input or
+/// another destination.
 ///
 /// Each save replaces the file whole (a temporary file beside it, synced, renamed over it, the
 /// folder synced), so a crash or a kill leaves the old checkpoint or the new one, and a save
@@ -38,6 +39,9 @@ public final class ImportCheckpointFile: ImportCheckpointStore {
         /// Rejects the reject sink failed to take (see ``ImportCheckpoint/unreportedRejections``);
         /// absent when there are none.
         var unreportedRejects: [RecordRejection]?
+        /// Where the import writes (see ``ImportCheckpointFile/init(path:input:inputSize:destination:)``);
+        /// absent when not given, and in files of earlier versions.
+        var destination: String?
     }
 
     /// The largest file taken for a checkpoint: one lists the items still waiting for a parent,
@@ -50,21 +54,25 @@ public final class ImportCheckpointFile: ImportCheckpointStore {
     private let file: JobFile
     private let input: String
     private let inputSize: Int64?
+    private let destination: String?
 
     /// Locks the checkpoint file `path` of the import of `input` (its path, or any name that
-    /// tells it from other inputs) of `inputSize` bytes (nil when unknown, as for a pipe).
-    /// Nothing is read or written yet: a missing file is a new import.
+    /// tells it from other inputs) of `inputSize` bytes (nil when unknown, as for a pipe) into
+    /// `destination` (any text that tells where the records go, such as the container, database
+    /// and zone; nil: not checked). Nothing is read or written yet: a missing file is a new import.
     ///
     /// ```swift
-    /// let checkpoint = try ImportCheckpointFile(path: "import.checkpoint", input: "records.ndjson", inputSize: 4_096)
+    /// let checkpoint = try ImportCheckpointFile(path: "import.checkpoint", input: "records.ndjson", inputSize: 4_096,
+    ///                                           destination: "container iCloud.com.example.notes, the private database, zone Notes")
     /// ```
     ///
     /// - Throws: ``JobFileError``: `inUse` while another run (or another object) holds the
     ///   file, `notARegularFile`, `cannotWrite` when its lock file cannot be made.
-    public init(path: String, input: String, inputSize: Int64? = nil) throws {
+    public init(path: String, input: String, inputSize: Int64? = nil, destination: String? = nil) throws {
         file = try JobFile(path: path, file: .importCheckpoint)
         self.input = input
         self.inputSize = inputSize
+        self.destination = destination
     }
 
     /// The checkpoint an earlier run saved, or nil when there is no file.
@@ -73,14 +81,20 @@ public final class ImportCheckpointFile: ImportCheckpointStore {
     /// if let saved = try checkpoint.load() { print("going on after \(saved.itemsSettled) items") }
     /// ```
     ///
-    /// - Throws: ``JobFileError``: `belongsToAnotherJob` for the checkpoint of another input,
+    /// - Throws: ``JobFileError``: `belongsToAnotherJob` for the checkpoint of another input
+    ///   or of an import into another destination (a file that names none is taken as this one's),
     ///   `damaged`, `holdsAnotherKind`, `newerFormat`, `tooLarge` (over ``maximumSize``),
     ///   `cannotRead`. The file is left as it is.
     public func load() throws -> ImportCheckpoint? {
         guard let data = try file.contents(atMost: Self.maximumSize) else { return nil }
         let contents = try file.decodeCheckpoint(Contents.self, from: data, key: "input")
         guard contents.input == input && contents.inputSize == inputSize else {
-            throw file.refusal(.belongsToAnotherJob("\(contents.input) (\(contents.inputSize ?? 0) bytes)"))
+            throw file.refusal(.belongsToAnotherJob("the import of \(contents.input) (\(contents.inputSize ?? 0) bytes)"))
+        }
+        if let saved = contents.destination, let destination, saved != destination {
+            // Going on elsewhere would skip, in the new destination, the items the earlier runs
+            // wrote into theirs.
+            throw file.refusal(.belongsToAnotherJob("the import into \(saved) (this one imports into \(destination))"))
         }
         return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [],
                                 itemsRejected: contents.rejectedItems ?? 0, unreportedRejections: contents.unreportedRejects ?? [])
@@ -93,7 +107,8 @@ public final class ImportCheckpointFile: ImportCheckpointStore {
         let contents = Contents(input: input, inputSize: inputSize, committedItems: checkpoint.itemsSettled, job: checkpoint.job,
                                 pendingItems: checkpoint.pendingItems.isEmpty ? nil : checkpoint.pendingItems,
                                 rejectedItems: checkpoint.itemsRejected == 0 ? nil : checkpoint.itemsRejected,
-                                unreportedRejects: checkpoint.unreportedRejections.isEmpty ? nil : checkpoint.unreportedRejections)
+                                unreportedRejects: checkpoint.unreportedRejections.isEmpty ? nil : checkpoint.unreportedRejections,
+                                destination: destination)
         try file.replace(with: try JSONEncoder().encode(contents))
     }
 

@@ -841,18 +841,7 @@ final class ImportRun {
         // An all-or-nothing try that failed wrote nothing; its items that failed only because
         // another did are not rejects.
         let rolledBack = flight.probe && outcome.map { $0.succeeded == 0 && $0.hasFailures } == true
-        var events: [(item: Int, rejection: RecordRejection, id: Record.ID?)] = []
-        if let outcome, outcome.hasFailures {
-            for (segment, failures) in outcome.failuresBySegment.enumerated() where !failures.isEmpty {
-                let places = batch.places(inSegment: segment)
-                for (id, error) in failures where !(rolledBack && error.code == .batchRequestFailed) {
-                    let place = places[id] ?? (line: 0, item: flight.endItems - 1)
-                    events.append((place.item, RecordRejection(line: place.line, column: 0, recordName: id.recordName, message: error.description), id))
-                }
-            }
-        }
-        for (index, rejection) in batch.rejections.enumerated() { events.append((batch.rejectionItems[index], rejection, nil)) }
-        events.sort { $0.item < $1.item }
+        let events = Self.rejections(of: flight, outcome: outcome, rolledBack: rolledBack)
         let failedIDs = Set(events.compactMap(\.id))
         let allowance = options.maximumRejects.map { $0 - rejectsSoFar } ?? Int.max
 
@@ -871,7 +860,7 @@ final class ImportRun {
             if rolledBack {
                 rejections += try await write(batch.prefix(before: cut.item).writes(excluding: failedIDs), endItems: end, pendingItems: pending)
             }
-            try reportSettled(rejections, settling: end, pendingItems: pending)
+            try await reportSettled(rejections, settling: end, pendingItems: pending)
             try saveCheckpoint(end, pendingItems: pending)
             report()
             return
@@ -881,7 +870,7 @@ final class ImportRun {
         if rolledBack {
             rejections += try await write(batch.writes(excluding: failedIDs), endItems: flight.endItems, pendingItems: flight.pendingItems)
         }
-        try reportSettled(rejections, settling: flight.endItems, pendingItems: flight.pendingItems)
+        try await reportSettled(rejections, settling: flight.endItems, pendingItems: flight.pendingItems)
         // Records that waited for what this batch wrote go into the next batch.
         release(written: batch, failed: failedIDs)
         if stop == nil { try saveCheckpoint(flight.endItems, pendingItems: flight.pendingItems) }
@@ -892,15 +881,51 @@ final class ImportRun {
     /// order. When the sink fails, the checkpoint moves past the batch (it is in the store, and
     /// the store's record of the job says so) holding the rejections, which the resumed run
     /// reports first.
-    private func reportSettled(_ rejections: [RecordRejection], settling end: Int, pendingItems: [Int]) throws {
+    private func reportSettled(_ rejections: [RecordRejection], settling end: Int, pendingItems: [Int]) async throws {
         do {
             for rejection in rejections { try report(rejection) }
             try flushRejects()
         } catch let failed as Failure where failed.stage == .rejects && simulation == nil {
+            // The batches in flight commit whatever the sink does: they are settled too, without
+            // reporting, so that the summary counts what the store holds and the checkpoint
+            // keeps their rejections with the batch's for the resumed run to report.
+            var unreported = rejections
+            var (end, pendingItems) = (end, pendingItems)
+            while !inFlight.isEmpty {
+                let flight = inFlight.removeFirst()
+                guard let pending = flight.pending, let outcome = try? await outcome(of: pending) else { break }
+                // A try of a batch all or nothing that failed wrote nothing: the run stops before it.
+                if flight.probe && outcome.succeeded == 0 && outcome.hasFailures { break }
+                count(outcome)
+                let events = Self.rejections(of: flight, outcome: outcome, rolledBack: false)
+                summary.failed += events.count
+                unreported += events.map(\.rejection)
+                (end, pendingItems) = (flight.endItems, flight.pendingItems)
+            }
             // A checkpoint that cannot hold them either: the sink's failure is the one to tell.
-            try? saveCheckpoint(end, pendingItems: pendingItems, unreportedRejections: rejections)
-            throw failed
+            try? saveCheckpoint(end, pendingItems: pendingItems, unreportedRejections: unreported)
+            throw Failure(stage: .rejects, error: failed.error, summary: summary)
         }
+    }
+
+    /// The rejects of a settled batch, in input order: the store's (not, for a try all or
+    /// nothing that was rolled back, those that failed only because another did), and the
+    /// input's own.
+    private static func rejections(of flight: Flight, outcome: BatchSaveOutcome?, rolledBack: Bool) -> [(item: Int, rejection: RecordRejection, id: Record.ID?)] {
+        let batch = flight.batch
+        var events: [(item: Int, rejection: RecordRejection, id: Record.ID?)] = []
+        if let outcome, outcome.hasFailures {
+            for (segment, failures) in outcome.failuresBySegment.enumerated() where !failures.isEmpty {
+                let places = batch.places(inSegment: segment)
+                for (id, error) in failures where !(rolledBack && error.code == .batchRequestFailed) {
+                    let place = places[id] ?? (line: 0, item: flight.endItems - 1)
+                    events.append((place.item, RecordRejection(line: place.line, column: 0, recordName: id.recordName, message: error.description), id))
+                }
+            }
+        }
+        for (index, rejection) in batch.rejections.enumerated() { events.append((batch.rejectionItems[index], rejection, nil)) }
+        events.sort { $0.item < $1.item }
+        return events
     }
 
     /// Writes what an all-or-nothing try showed would succeed, and reports what fails now

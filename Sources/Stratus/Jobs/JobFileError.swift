@@ -110,7 +110,7 @@ public struct JobFileError: Error, Sendable, Hashable, CustomStringConvertible {
         case .newerFormat(let format):
             return "the \(noun) \(path) was written by a later version of Stratus (format \(format); this version reads format \(JobFile.format)): go on with that version, or \(startOver)"
         case .belongsToAnotherJob(let owner):
-            if file == .importCheckpoint { return "the checkpoint \(path) belongs to \(owner), not to this input; remove it to start over" }
+            if file == .importCheckpoint { return "the checkpoint \(path) belongs to \(owner), not to this import; run that import again to go on, or remove the checkpoint to start over" }
             return "the \(noun) \(path) belongs to another job (\(owner)); name another file, or remove it if that job is over"
         case .cannotWrite(let code):
             return "cannot write the \(noun) \(path): \(String(cString: strerror(code)))"
