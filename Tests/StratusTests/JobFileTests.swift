@@ -197,7 +197,13 @@ struct JobFileTests {
 
         let otherInput = try file("other.checkpoint", #"{"input":"other.csv","inputSize":10,"committedItems":5}"#)
         #expect(refusal(naming: otherInput) { _ = try ImportCheckpointFile(path: otherInput, input: "in.csv", inputSize: 10).load() }
-                == .belongsToAnotherJob("other.csv (10 bytes)"))
+                == .belongsToAnotherJob("the import of other.csv (10 bytes)"))
+        let otherDestination = try file("elsewhere.checkpoint", #"{"input":"in.csv","inputSize":10,"committedItems":5,"destination":"zone A"}"#)
+        #expect(refusal(naming: otherDestination) { _ = try ImportCheckpointFile(path: otherDestination, input: "in.csv", inputSize: 10, destination: "zone B").load() }
+                == .belongsToAnotherJob("the import into zone A (this one imports into zone B)"))
+        let noDestination = try file("older.checkpoint", #"{"input":"in.csv","inputSize":10,"committedItems":5}"#)
+        #expect(try ImportCheckpointFile(path: noDestination, input: "in.csv", inputSize: 10, destination: "zone B").load()?.itemsSettled == 5,
+                "a checkpoint of an earlier version names no destination, and is taken")
         let otherJob = try file("nightly.checkpoint", #"{"command":"nightly","job":"pipeline-1"}"#)
         #expect(refusal(naming: otherJob) { _ = try PipelineCheckpointFile(path: otherJob, belongsTo: "weekly").load() } == .belongsToAnotherJob("nightly"))
 
