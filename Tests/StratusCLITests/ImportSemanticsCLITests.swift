@@ -321,6 +321,7 @@ struct ImportSemanticsCLITests {
             }
             func delete(_ name: String) -> String { #"{"recordName":"\#(name)","deleted":true}"# }
             struct Case {
+                var stored: [String] = []
                 let lines: [String]
                 let options: [String]
                 /// Record name → the value it ends with, and its parent.
@@ -344,11 +345,20 @@ struct ImportSemanticsCLITests {
                 Case(lines: [save("a", 1, parent: "b"), save("a", 2, parent: "b"), save("b", 3), save("b", 6, parent: "a"), save("a", 11),
                              save("a", 12, parent: "b"), save("a", 13)],
                      options: ["--mode", "create"], expected: ["a": (1, "b"), "b": (3, nil)], rejectedLines: [2, 4, 5, 6, 7]),
+                // A record whose parent is stored, while a save of that parent waits (for a
+                // parent that never comes), is written, and writes the child waiting for it
+                // (found by a reviewer).
+                Case(stored: [save("e", 0)], lines: [save("e", 1, parent: "b"), save("a", 2, parent: "c"), save("c", 3, parent: "e")],
+                     options: [], expected: ["e": (0, nil), "a": (2, "c"), "c": (3, "e")], rejectedLines: [1]),
             ]
             for (number, testCase) in cases.enumerated() {
                 for batchSize in ["1", "2", "2000"] {
                     let zone = "Z\(number)-\(batchSize)"
                     #expect(try await cli.run(["zones", "create", zone, "--database", "private"]).exitCode == 0)
+                    if !testCase.stored.isEmpty {
+                        let before = try await cli.run(["import", "--database", "private", "--zone", zone, "--quiet"], stdin: testCase.stored.joined(separator: "\n") + "\n")
+                        #expect(before.exitCode == 0, "\(before)")
+                    }
                     let rejects = store.path("rejects-\(zone).ndjson")
                     let input = try cli.file("input-\(zone).ndjson", testCase.lines.joined(separator: "\n") + "\n")
                     let result = try await cli.run(["import", input, "--database", "private", "--zone", zone, "--new-system-fields",

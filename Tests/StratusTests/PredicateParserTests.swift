@@ -362,6 +362,11 @@ struct PredicateParserArgumentTests {
         #expect(try parse("ANY tags IN %@", Set(["b", "a"])) == .condition(.listContainsAny(field("tags"), [.string("a"), .string("b")])))
         #expect(try parse("recordID IN %@", Set([Record.ID(recordName: "y"), Record.ID(recordName: "x")])).description
                 == #"recordID IN {REFERENCE("x"), REFERENCE("y")}"#)
+        // Locations the sort order holds equal, whose descriptions round alike: in the order of
+        // their exact values (found by a reviewer: they came in the set's order).
+        let near = Location(latitude: 1.000000001, longitude: 2), nearer = Location(latitude: 1.000000002, longitude: 2)
+        #expect(try parse("place IN %@", Set([nearer, near])) == .condition(.in(field("place"), [.location(near), .location(nearer)])))
+        #expect(try parse("place IN %@", Set([near, nearer])) == .condition(.in(field("place"), [.location(near), .location(nearer)])))
     }
 
     static let argumentErrors: [PredicateRejectCase] = [

@@ -51,6 +51,12 @@ struct ImportParentWaits {
     /// Whether items of the record with `id` wait (a later item of it must wait behind them).
     func isWaiting(_ id: Record.ID) -> Bool { !queues.isEmpty && queues[id] != nil }
 
+    /// Whether a deletion of the record with `id` waits (behind the record's first waiting item).
+    func waitsToDelete(_ id: Record.ID) -> Bool {
+        guard !queues.isEmpty, let queue = queues[id] else { return false }
+        return queue.contains { if case .deletion = $0.entry { true } else { false } }
+    }
+
     /// Whether items wait for the record with `id` as their parent.
     func isAwaited(_ id: Record.ID) -> Bool { !children.isEmpty && children[id] != nil }
 

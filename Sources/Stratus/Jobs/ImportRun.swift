@@ -609,9 +609,11 @@ final class ImportRun {
                 // A cycle of parents is the store's to refuse.
                 result = depth < batch.records.count && parentIndex != index && waiting(parentIndex, depth: depth + 1)
             } else {
-                // A parent whose own items wait (a save or a deletion of it earlier in the input
-                // than this record) is as those items leave it: this record waits behind them.
-                result = waits.isWaiting(parent) || (!coming.contains(parent) && (going.contains(parent) || !stored.contains(parent)))
+                // A parent whose deletion, earlier in the input than this record, waits behind
+                // the parent's own waiting items is gone at this record's turn: it waits too,
+                // for the parent to be written again. (Waiting saves of the parent do not
+                // hold it: the parent is there, stored or coming.)
+                result = waits.waitsToDelete(parent) || (!coming.contains(parent) && (going.contains(parent) || !stored.contains(parent)))
             }
             waitsByIndex[index] = result
             return result

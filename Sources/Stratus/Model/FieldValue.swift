@@ -18,8 +18,8 @@ public enum FieldValue: Hashable, Sendable, Codable {
     case double(Double)
     case date(Date)
     case bytes(Data)
-    // Boxed: these payloads are three to five times the size of the others, and every value
-    // (in every record's dictionary) would otherwise be as large as the largest case.
+    // Objects, as CloudKit's are: one word each, so that every value (in every record's
+    // dictionary) stays as small as the other cases.
     case reference(Record.Reference)
     case location(Location)
     case asset(Asset)

@@ -74,12 +74,31 @@ extension PredicateParser {
     }
 
     /// A fixed order for the values of an unordered argument: Stratus's sort order, then the
-    /// values' text for values the sort order holds equal.
+    /// values' exact text for values the sort order holds equal, so that a predicate's text (and
+    /// a cursor's query fingerprint) is the same in every process.
     static func setOrder(_ a: FieldValue, _ b: FieldValue) -> Bool {
         switch QueryRules.sortOrder(a, b) {
         case .orderedAscending: true
         case .orderedDescending: false
-        case .orderedSame: String(describing: a) < String(describing: b)
+        case .orderedSame: exactText(a) < exactText(b)
+        }
+    }
+
+    /// Text that tells every two distinct values apart: a location's every number in full (its
+    /// `description` rounds them, as CoreLocation's does), a reference's zone owner and action.
+    private static func exactText(_ value: FieldValue) -> String {
+        func location(_ l: Location) -> String {
+            "\(l.latitude) \(l.longitude) \(l.altitude) \(l.horizontalAccuracy) \(l.verticalAccuracy) \(l.course) \(l.speed) \(l.timestamp.timeIntervalSinceReferenceDate)"
+        }
+        func reference(_ r: Record.Reference) -> String {
+            "\(r.recordID.recordName) \(r.recordID.zoneID.zoneName) \(r.recordID.zoneID.ownerName) \(r.action.rawValue)"
+        }
+        switch value {
+        case .location(let l): return location(l)
+        case .locationList(let list): return list.map(location).joined(separator: ";")
+        case .reference(let r): return reference(r)
+        case .referenceList(let list): return list.map(reference).joined(separator: ";")
+        default: return String(describing: value)
         }
     }
 }
