@@ -98,7 +98,14 @@ import Testing
             choresShare.addParticipant(try await ada.shareParticipant(forEmailAddress: "grace@example.com"))
             let (savedChores, _) = try await database.modifyRecords(saving: [chores, choresShare], deleting: [])
             let choresURL = try #require((try savedChores[choresShare.recordID]?.get() as? CKShare)?.url)
-            let accepted = try await grace.accept([try await grace.shareMetadata(for: choresURL)])
+            // The metadata of several URLs at once (iOS 15's form): each URL its own result.
+            let unknownURL = try #require(URL(string: "https://stratus.invalid/share/no-such-share"))
+            let metadatas = try await grace.shareMetadatas(for: [choresURL, unknownURL])
+            #expect(Set(metadatas.keys) == [choresURL, unknownURL])
+            let choresMetadata = try #require(try metadatas[choresURL]?.get())
+            #expect(choresMetadata.rootRecordID.recordName == "chores")
+            #expect(throws: CKError.self) { try metadatas[unknownURL]?.get() }
+            let accepted = try await grace.accept([choresMetadata])
             #expect(accepted.count == 1 && (try? accepted.values.first?.get())?.recordID.recordName == choresShare.recordID.recordName)
 
             // A parent is a reference without an action, as CloudKit requires.

@@ -23,6 +23,30 @@ extension Container {
         return try result.get()
     }
 
+    /// What each share URL tells the container's user, as `CKContainer.shareMetadatas(for:)`:
+    /// each URL's metadata, or its own error.
+    ///
+    /// ```swift
+    /// let results = try await container.shareMetadatas(for: [url])
+    /// if let metadata = try results[url]?.get() { try await container.accept(metadata) }
+    /// ```
+    ///
+    /// - Throws: a failure of the request as a whole (the store cannot be reached); a URL of no
+    ///   share of the container, or of a private share that does not name the user, fails in
+    ///   its own result (`unknownItem`, `participantMayNeedVerification`).
+    public func shareMetadatas(for urls: [URL], shouldFetchRootRecord: Bool = false) async throws -> [URL: Result<Share.Metadata, any Error>] {
+        guard !urls.isEmpty else { return [:] }
+        let found = Collector<(URL, Result<Share.Metadata, any Error>)>()
+        try await sharedCloudDatabase.run { finish in
+            let op = FetchShareMetadataOperation(shareURLs: urls)
+            op.shouldFetchRootRecord = shouldFetchRootRecord
+            op.perShareMetadataResultBlock = { url, result in found.append((url, result)) }
+            op.fetchShareMetadataResultBlock = { finish(Database.ignoringPartialFailure($0)) }
+            return op
+        }
+        return Dictionary(found.items, uniquingKeysWith: { first, _ in first })
+    }
+
     /// Accepts a share for the container's user, as `CKContainer.accept(_:)`, and answers the
     /// share as stored; its records then appear in ``sharedCloudDatabase``.
     ///

@@ -429,14 +429,19 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
     /// ```
     public final var encryptedValues: EncryptedValues { EncryptedValues(record: self) }
 
-    /// The encrypted fields of a record; see ``Record/encryptedValues``.
+    /// The encrypted fields of a record; see ``Record/encryptedValues``. A class, as the object
+    /// CloudKit answers, so that setters of an app's `RecordKeyValueSetting` extensions work on it.
     ///
     /// ```swift
     /// note.encryptedValues["pin"] = "4921"
     /// let pin = note.encryptedValues["pin"] as? String
     /// ```
-    public struct EncryptedValues: Sendable {
+    public final class EncryptedValues: Sendable {
         let record: Record
+
+        init(record: Record) {
+            self.record = record
+        }
 
         /// The encrypted value of `key`, or nil when the field is not an encrypted value; setting
         /// nil removes the field.
@@ -446,7 +451,7 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
         /// ```
         public subscript(key: FieldKey) -> (any RecordValueProtocol)? {
             get { record.encryptedKeys.contains(key) ? record.fieldValue(forKey: key)?.objectValue : nil }
-            nonmutating set { record.setFieldValue(newValue?.fieldValue, forKey: key, encrypted: true) }
+            set { record.setFieldValue(newValue?.fieldValue, forKey: key, encrypted: true) }
         }
 
         /// The encrypted value of a field as a given type.
@@ -456,7 +461,7 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
         /// ```
         public subscript<T: RecordValueProtocol>(key: FieldKey) -> T? {
             get { self[key] as? T }
-            nonmutating set { record.setFieldValue(newValue?.fieldValue, forKey: key, encrypted: true) }
+            set { record.setFieldValue(newValue?.fieldValue, forKey: key, encrypted: true) }
         }
 
         /// Every key that has an encrypted value, sorted, as `encryptedValues.allKeys()`.

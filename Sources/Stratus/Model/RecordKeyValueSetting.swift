@@ -3,17 +3,24 @@ import Foundation
 /// What a record's fields and its encrypted fields both offer, as `CKRecordKeyValueSetting`:
 /// code that reads or writes either through one value works with both.
 ///
-/// ``Record`` and ``Record/EncryptedValues`` conform. Setting a value through the protocol
-/// changes the record, also through a `let`, as through CloudKit's class-bound protocol.
+/// ``Record`` and ``Record/EncryptedValues`` conform. The protocol is class-bound, as
+/// CloudKit's: setting a value through it changes the record, also through a `let`, and a
+/// setter that an app's extension of the protocol declares works on both (sqlite-data's
+/// `record.encryptedValues[at: key] = date`).
 ///
 /// ```swift
 /// let values: any RecordKeyValueSetting = record.encryptedValues
 /// values["phoneNumber"] = "+1 555 0100"
 /// let name: String? = values["name"]
+///
+/// extension RecordKeyValueSetting {
+///     var lastEdit: Date? { get { self["lastEdit"] } set { self["lastEdit"] = newValue } }
+/// }
+/// record.encryptedValues.lastEdit = Date()
 /// ```
-public protocol RecordKeyValueSetting {
+public protocol RecordKeyValueSetting: AnyObject {
     /// The value of a field, or `nil`; setting `nil` removes the field.
-    subscript(key: Record.FieldKey) -> (any RecordValueProtocol)? { get nonmutating set }
+    subscript(key: Record.FieldKey) -> (any RecordValueProtocol)? { get set }
     /// The value of a field, as `object(forKey:)`.
     func object(forKey key: Record.FieldKey) -> (any RecordValueProtocol)?
     /// Sets or, with `nil`, removes a field, as `setObject(_:forKey:)`.
@@ -34,7 +41,7 @@ extension RecordKeyValueSetting {
     /// ```
     public subscript<T: RecordValueProtocol>(key: Record.FieldKey) -> T? {
         get { self[key] as? T }
-        nonmutating set { self[key] = newValue }
+        set { self[key] = newValue }
     }
 }
 

@@ -7,7 +7,10 @@ import Foundation
 /// query.sortDescriptors = [RecordSortDescriptor(key: "createdAt", ascending: false)]
 /// let (matches, cursor) = try await database.records(matching: query)
 /// ```
-public final class Query: Sendable, CustomStringConvertible {
+///
+/// As `CKQuery`, an `NSObject` that copies (`copy()`, with its own sort order) and archives
+/// (`NSSecureCoding`).
+public final class Query: NSObject, NSCopying, NSSecureCoding, Sendable {
     /// The record type the query searches.
     ///
     /// ```swift
@@ -36,6 +39,7 @@ public final class Query: Sendable, CustomStringConvertible {
         self.recordType = recordType
         self.predicate = predicate
         self.sorts = Mutex(nil)
+        super.init()
     }
 
     /// Convenience for `Query(recordType:predicate: try QueryPredicate(format:…))`.
@@ -70,10 +74,65 @@ public final class Query: Sendable, CustomStringConvertible {
         set { sorts.withLock { $0 = newValue } }
     }
 
-    public var description: String {
+    public override var description: String {
         let sorts = sortDescriptors ?? []
         let order = sorts.isEmpty ? "" : " sorted by " + sorts.map(\.description).joined(separator: ", ")
         return "\(recordType) where \(predicate)\(order)"
+    }
+
+    /// A query of the same type, predicate and sort order, whose sort order is set apart from
+    /// this one's, as `CKQuery.copy()`.
+    ///
+    /// ```swift
+    /// let descending = query.copy() as! Query
+    /// descending.sortDescriptors = [RecordSortDescriptor(key: "createdAt", ascending: false)]
+    /// ```
+    public func copy(with zone: NSZone? = nil) -> Any {
+        let copy = Query(recordType: recordType, predicate: predicate)
+        copy.sortDescriptors = sortDescriptors
+        return copy
+    }
+
+    // MARK: NSSecureCoding, as apps archive CKQuery
+
+    public static var supportsSecureCoding: Bool { true }
+
+    /// Writes the query (`NSCoding`): its type, and its predicate and sort order as JSON.
+    ///
+    /// ```swift
+    /// let data = try NSKeyedArchiver.archivedData(withRootObject: query, requiringSecureCoding: true)
+    /// ```
+    public func encode(with coder: NSCoder) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        coder.encode(recordType as NSString, forKey: "StratusRecordType")
+        // A predicate and sort descriptors are values of Stratus's own Codable types: they
+        // always encode.
+        if let predicate = try? encoder.encode(predicate) { coder.encode(predicate as NSData, forKey: "StratusPredicate") }
+        if let sorts = sortDescriptors, let data = try? encoder.encode(sorts) { coder.encode(data as NSData, forKey: "StratusSortDescriptors") }
+    }
+
+    /// Reads a query written by ``encode(with:)``; `nil` when the archive holds no query or
+    /// one this version cannot read.
+    ///
+    /// ```swift
+    /// let query = try NSKeyedUnarchiver.unarchivedObject(ofClass: Query.self, from: data)
+    /// ```
+    public convenience init?(coder: NSCoder) {
+        guard coder.containsValue(forKey: "StratusRecordType"), coder.containsValue(forKey: "StratusPredicate"),
+              let recordType = coder.decodeObject(of: NSString.self, forKey: "StratusRecordType") as String?,
+              let predicateData = coder.decodeObject(of: NSData.self, forKey: "StratusPredicate") as Data?,
+              let predicate = try? JSONDecoder().decode(QueryPredicate.self, from: predicateData) else { return nil }
+        var sorts: [RecordSortDescriptor]?
+        // Asked first: Foundation's keyed unarchiver fails the whole archive for a missing key.
+        if coder.containsValue(forKey: "StratusSortDescriptors") {
+            guard let data = coder.decodeObject(of: NSData.self, forKey: "StratusSortDescriptors") as Data? else { return nil }
+            guard let decoded = try? JSONDecoder().decode([RecordSortDescriptor].self, from: data),
+                  decoded.count <= Self.maximumSortDescriptors else { return nil }
+            sorts = decoded
+        }
+        self.init(recordType: recordType, predicate: predicate)
+        sortDescriptors = sorts
     }
 }
 
