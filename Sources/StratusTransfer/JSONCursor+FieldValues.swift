@@ -752,7 +752,9 @@ extension JSONCursor {
                 if let size, looked == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
                     throw fail(location, key, type, i, "names by its \(member) the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
                 }
-                return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks).withMetadata(of: metadata, size: size)
+                // A file named by the member Stratus's export writes is named by its SHA-256.
+                return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks, expectedDigest: member == AssetExportFolder.contentFileMember ? name : nil)
+                    .withMetadata(of: metadata, size: size)
             }
             if let directory = context.assetDirectory {
                 // Stratus's export names the file it wrote: its absence is lost content, not an
@@ -793,10 +795,10 @@ extension JSONCursor {
             // read where the path lies in a folder the user (or the store) vouches for, never
             // where the input alone says.
             if let directory = context.assetDirectory, let inside = relativePath(path, inside: directory) {
-                return .success(Asset(path: inside.path, in: inside.folder, followsSymlinks: context.followsAssetSymlinks))
+                return .success(confinedAsset(inside.path, in: inside.folder, followsSymlinks: context.followsAssetSymlinks))
             }
             if let directory = context.storeContentDirectory, let inside = relativePath(path, inside: directory) {
-                return .success(Asset(path: inside.path, in: inside.folder, followsSymlinks: false))
+                return .success(confinedAsset(inside.path, in: inside.folder, followsSymlinks: false))
             }
             if context.assetDirectory != nil || context.assetPaths != .anywhere {
                 let folder = (path as NSString).deletingLastPathComponent
@@ -808,7 +810,7 @@ extension JSONCursor {
             guard let path else {
                 return .failure(AssetPathRefusal(message: "has the downloadURL '\(quoted)', which is neither a path nor an https URL"))
             }
-            return .success(Asset(path: path, in: directory, followsSymlinks: context.followsAssetSymlinks))
+            return .success(confinedAsset(path, in: directory, followsSymlinks: context.followsAssetSymlinks))
         }
         guard case .anywhere = context.assetPaths else {
             return .failure(AssetPathRefusal(message: "names the file '\(quoted)'; name the folder asset files are read from with --assets-dir (in Swift, RecordReadOptions.assetDirectory): paths in the input are relative to it"))
@@ -817,6 +819,14 @@ extension JSONCursor {
             return .failure(AssetPathRefusal(message: "has the downloadURL '\(quoted)', which is not a local file"))
         }
         return .success(Asset(fileURL: url))
+    }
+
+    /// The asset of the file at `path` in `folder`. A file named by a SHA-256 (64 lowercase
+    /// hexadecimal digits), as Stratus's export and its stores name content, must hold the
+    /// content of that digest: a changed or truncated backup is refused, not stored.
+    static func confinedAsset(_ path: String, in folder: URL, followsSymlinks: Bool) -> Asset {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        return Asset(path: path, in: folder, followsSymlinks: followsSymlinks, expectedDigest: SHA256Hasher.Digest.isHexadecimal(name) ? name : nil)
     }
 
     /// The part of the absolute `path` below `folder` (as given, or with its links resolved)

@@ -86,6 +86,50 @@ struct AssetExportFolderCLITests {
             #expect(FileManager.default.contents(atPath: store.path("got.bin")) == content)
         }
     }
+
+    @Test("a restore from an assets folder whose file no longer holds the content its name (the SHA-256) states rejects the record and keeps the stored content", arguments: TestEngine.all)
+    func changedBackupFilesAreRefused(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let content = patternBytes(count: 5_000, seed: 11)
+            try await Self.importBlob(content, cli, store)
+            let out = store.path("backup")
+            let exported = try await cli.run(["export", "--type", "Blob", "--assets-dir", out, "--quiet"])
+            #expect(exported.exitCode == 0, "\(exported)")
+            let backup = try cli.file("backup.ndjson", exported.stdout)
+            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: out).first)
+            let file = out + "/" + name
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
+
+            // The same size, other bytes (bit rot, an edit): into the store it came from.
+            var changed = content
+            changed[100] ^= 0x01
+            try changed.write(to: URL(fileURLWithPath: file))
+            let over = try await cli.run(["import", backup, "--assets-dir", out])
+            #expect(over.exitCode == 1, "\(over)")
+            #expect(over.stderr.contains("b1") && over.stderr.contains(name) && over.stderr.contains("holds other content"), "\(over.stderr)")
+            #expect(over.stderr.contains("updated 0") && over.stderr.contains("failed 1"), "\(over.stderr)")
+            let kept = try await cli.run(["assets", "get", "b1", "data", "--output", store.path("kept.bin")])
+            #expect(kept.exitCode == 0, "\(kept)")
+            #expect(FileManager.default.contents(atPath: store.path("kept.bin")) == content, "the stored content is not replaced")
+
+            // A truncated file, into a new store: nothing is stored as the record's asset.
+            try content.prefix(3).write(to: URL(fileURLWithPath: file))
+            let other = try await cli.newStore("other.sqlite")
+            let short = try await cli.run(["import", backup, "--assets-dir", out, "--store", other])
+            #expect(short.exitCode == 1 && short.stderr.contains("holds other content"), "\(short)")
+            let count = try await cli.run(["count", "--type", "Blob", "--store", other])
+            #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(count)")
+
+            // Put back, the backup restores.
+            try content.write(to: URL(fileURLWithPath: file))
+            let restored = try await cli.run(["import", backup, "--assets-dir", out, "--store", other])
+            #expect(restored.exitCode == 0, "\(restored)")
+            let got = try await cli.run(["assets", "get", "b1", "data", "--output", store.path("got.bin"), "--store", other])
+            #expect(got.exitCode == 0 && FileManager.default.contents(atPath: store.path("got.bin")) == content, "\(got)")
+        }
+    }
+
     @Test("a plain export (file: URLs of the store's own files) imports back into its store, and into another with --assets-dir naming the folder; a file elsewhere is refused naming it", arguments: TestEngine.all)
     func plainExportRestores(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

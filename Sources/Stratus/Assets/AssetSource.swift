@@ -21,6 +21,8 @@ struct AssetSource {
     let size: Int64
     /// The source as messages name it.
     let displayPath: String
+    /// The SHA-256 (lowercase hexadecimal) the content must have, when its name states one.
+    var expectedDigest: String?
 
     /// Opens the source of `asset` (which needs content), refusing what is not a regular file
     /// or larger than `maximumSize`.
@@ -32,9 +34,11 @@ struct AssetSource {
             StratusError(code, "record '\(recordID.recordName)': asset field '\(field)': \(message)", recordID: recordID)
         }
         let opened: (FileDescriptor, String)
+        var expectedDigest: String?
         switch asset.source {
-        case .confined(let root, let path, let followsSymlinks)?:
+        case .confined(let root, let path, let followsSymlinks, let digest)?:
             opened = try openConfined(root: root, path: path, followsSymlinks: followsSymlinks, fail)
+            expectedDigest = digest
         case nil:
             guard let url = asset.contentURL else { throw fail(.invalidArguments, "the asset has no file to read") }
             do {
@@ -54,7 +58,7 @@ struct AssetSource {
         if size > maximumSize {
             throw fail(.limitExceeded, "\(display) holds \(size) bytes; the limit for one asset is \(maximumSize) bytes")
         }
-        return AssetSource(file: file, size: size, displayPath: display)
+        return AssetSource(file: file, size: size, displayPath: display, expectedDigest: expectedDigest)
     }
 
     private static func openConfined(root: URL, path: String, followsSymlinks: Bool, _ fail: (StratusError.Code, String) -> StratusError) throws(StratusError) -> (FileDescriptor, String) {

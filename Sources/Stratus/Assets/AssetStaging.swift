@@ -272,6 +272,12 @@ struct AssetStaging {
             throw error
         }
         let identifier = hasher.finalize().hexadecimal
+        if let expected = source.expectedDigest, expected != identifier {
+            // A backup's content file that bit rot, a truncation or an edit changed: storing it
+            // would replace the record's content (and any record's sharing it) with other bytes.
+            upload.abandon()
+            throw StratusError(.assetFileModified, "record '\(recordID.recordName)': asset field '\(field)': \(source.displayPath) is named by the SHA-256 of the content an export wrote there, but holds other content (\(size) bytes, SHA-256 \(identifier)): the file was changed since; put the exported file back", recordID: recordID)
+        }
         staged.uploads.append(.init(upload: upload, identifier: identifier, size: size))
         return size
     }

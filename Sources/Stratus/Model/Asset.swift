@@ -103,8 +103,10 @@ public final class Asset: NSObject, NSSecureCoding, NSCopying, Codable, Sendable
     package enum Source: Hashable, Sendable {
         /// A path relative to a folder the user named, resolved without leaving it: no
         /// absolute path, no `..`, and symbolic links only when `followsSymlinks` (and then
-        /// only to files inside the folder).
-        case confined(root: URL, path: String, followsSymlinks: Bool)
+        /// only to files inside the folder). `expectedDigest`, when set, is the SHA-256 (lowercase
+        /// hexadecimal) the content must have: a file named by its digest, as Stratus's export
+        /// writes them, that holds other bytes is refused, not stored as the record's asset.
+        case confined(root: URL, path: String, followsSymlinks: Bool, expectedDigest: String? = nil)
     }
 
     /// An asset whose content is the file at `fileURL`; saving the record stores a copy.
@@ -135,8 +137,14 @@ public final class Asset: NSObject, NSSecureCoding, NSCopying, Codable, Sendable
     /// let photo = Asset(path: "photos/a.jpg", in: URL(fileURLWithPath: "/srv/export"))
     /// ```
     public convenience init(path: String, in folder: URL, followsSymlinks: Bool = false) {
+        self.init(path: path, in: folder, followsSymlinks: followsSymlinks, expectedDigest: nil)
+    }
+
+    /// ``init(path:in:followsSymlinks:)`` whose content must have the SHA-256 `expectedDigest`
+    /// (lowercase hexadecimal): what a reader makes of a file an export named by its digest.
+    package convenience init(path: String, in folder: URL, followsSymlinks: Bool, expectedDigest: String?) {
         let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : folder.appendingPathComponent(path)
-        self.init(fileURL: url, storedIdentifier: nil, size: nil, source: .confined(root: folder, path: path, followsSymlinks: followsSymlinks))
+        self.init(fileURL: url, storedIdentifier: nil, size: nil, source: .confined(root: folder, path: path, followsSymlinks: followsSymlinks, expectedDigest: expectedDigest))
     }
 
     /// A CloudKit asset described by its `downloadURL` and metadata, without content.
