@@ -42,6 +42,26 @@ struct CodecRoundTripCLITests {
         }
     }
 
+    @Test("a record of a CloudKit answer without zoneID or fields, exported to NDJSON, imports back unchanged, also in the public database where another user created it",
+          arguments: TestEngine.all, ["public", "private"])
+    func answerRecordsReimportUnchangedFromTheirExport(engine: TestEngine, database: String) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let creation = #"{"timestamp":1775665915539,"userRecordName":"_0123456789abcdef0123456789abcdef","deviceID":"2"}"#
+            let answer = #"{"records":[{"recordName":"A1","recordType":"Album","fields":{"n":{"value":1,"type":"INT64"}},"recordChangeTag":"TAG_1","created":"# + creation
+                + #","modified":"# + creation + #"},{"recordName":"A2","recordType":"Album","recordChangeTag":"TAG_2","created":"# + creation + #","modified":"# + creation + "}]}"
+            let imported = try await cli.run(["import", try cli.file("answer.json", answer), "--database", database])
+            #expect(imported.exitCode == 0 && imported.stderr.contains("imported 2"), "\(imported)")
+            let exported = try await cli.run(["export", "--type", "Album", "--quiet", "--database", database])
+            #expect(exported.exitCode == 0 && !exported.stdout.contains("zoneID"), "the answer's records go back without the zoneID they lacked: \(exported)")
+
+            let again = try await cli.run(["import", try cli.file("export.ndjson", exported.stdout), "--database", database])
+            #expect(again.exitCode == 0 && again.stderr.contains("unchanged 2"), "\(again)")
+            let after = try await cli.run(["export", "--type", "Album", "--quiet", "--database", database])
+            #expect(after.stdout == exported.stdout, "the records keep their version: \(after.stdout)")
+        }
+    }
+
     @Test("a NUL (\\u0000) in what a record's JSON holds beside its values (an unknown key, created, an asset's metadata) is kept and given back on either engine; the batch's other records are written",
           arguments: TestEngine.all)
     func nulBesideValues(engine: TestEngine) async throws {

@@ -33,6 +33,21 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("a restored record that gives its modification but not its creation is created then, not after it was modified", arguments: TestEngine.all)
+    func creationFollowsAGivenModification(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let line = #"{"recordName":"m","recordType":"Item","fields":{},"modified":{"timestamp":1775666233042,"userRecordName":"_0123456789abcdef0123456789abcdef","deviceID":"2"}}"#
+            let result = try await cli.run(["import", try cli.file("modified-only.ndjson", line + "\n"), "--database", "private"])
+            #expect(result.exitCode == 0, "\(result)")
+            let exported = try await cli.run(["export", "--type", "Item", "--quiet", "--database", "private"])
+            let record = try JSONLine.object(exported.stdout)
+            let created = (record["created"] as? [String: Any])?["timestamp"] as? Int
+            let modified = (record["modified"] as? [String: Any])?["timestamp"] as? Int
+            #expect(modified == 1775666233042 && created == 1775666233042, "\(exported.stdout)")
+        }
+    }
+
     @Test("--as-administrator over a stored record with its own change tag and a member kept as it came (a new version the store makes) keeps the given modifier, never a crash", arguments: TestEngine.all)
     func administratorReissuesTagOfStoredVersion(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

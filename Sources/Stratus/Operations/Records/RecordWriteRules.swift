@@ -182,7 +182,9 @@ enum RecordWriteRules {
         }
         let modified = modificationDate(now: now, after: existing)
         var system = Record.SystemFields(
-            creationDate: (keep ? given.creationDate : nil) ?? existing?.creationDate ?? now,
+            // A restored record that gives its modification but not its creation (a changes
+            // answer's shape) was not created after it was modified.
+            creationDate: (keep ? given.creationDate : nil) ?? existing?.creationDate ?? (keep ? given.modificationDate.map { min($0, now) } : nil) ?? now,
             modificationDate: modified,
             creatorUserRecordID: (givesCreator ? givenCreator : nil) ?? existing?.systemFields.creatorUserRecordID ?? newRecordCreator ?? context.userRecordID,
             lastModifiedUserRecordID: context.userRecordID,
@@ -206,7 +208,7 @@ enum RecordWriteRules {
         // A save through a save policy that sends keys is a new version even with the stored
         // values; one that sends none (`.changedKeys`, nothing changed) has nothing to write.
         if !mode.checksChangeTag, !writingUnchanged || save.changedKeys.isEmpty, let existing, existing.fieldValues == fields, existing.parent == parent,
-           existing.encryptedKeys == encrypted, withoutAbsentVersion(existing.jsonExtras) == withoutAbsentVersion(extras),
+           existing.encryptedKeys == encrypted, comparable(existing.jsonExtras) == comparable(extras),
            !keep || isStoredVersion(given, of: existing, fields: fields, encryptedKeys: encrypted) {
             return .success(Resolution(kind: .unchanged, systemFields: existing.systemFields, fields: fields, encryptedKeys: encrypted, parent: parent,
                                        jsonExtras: existing.jsonExtras))
@@ -293,6 +295,20 @@ enum RecordWriteRules {
         guard !extras.absentKeys.isDisjoint(with: versionKeys) else { return extras }
         var trimmed = extras
         trimmed.absentKeys.subtract(versionKeys)
+        return trimmed
+    }
+
+    /// Members whose absence only a CloudKit answer's records mark (``Record/JSONExtras/absentKeys``):
+    /// the same record read back from Stratus's own export, which leaves them out as the answer
+    /// did, comes without the marks, and is the same record.
+    private static let presentationalAbsence: Set<String> = ["zoneID", "fields"]
+
+    /// `extras` as a save that changes nothing compares them: without the marks of an absent
+    /// version (the store gives one) and of absences only a CloudKit answer marks.
+    private static func comparable(_ extras: Record.JSONExtras) -> Record.JSONExtras {
+        var trimmed = withoutAbsentVersion(extras)
+        guard !trimmed.absentKeys.isDisjoint(with: presentationalAbsence) else { return trimmed }
+        trimmed.absentKeys.subtract(presentationalAbsence)
         return trimmed
     }
 
