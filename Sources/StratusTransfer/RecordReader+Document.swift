@@ -305,6 +305,7 @@ extension RecordReader {
         let zone = currentZone
         let zoneIsKnown = frames.contains { $0.zoneID != nil }
         let fromAnswer = frames.contains { $0.kind == .envelope }
+        if !readChangesAnswerRecord && frames.contains(where: { $0.kind == .zone }) { readChangesAnswerRecord = true }
         let (decoded, recordStart) = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
             let b = try c.peek()
             let start = c.pos

@@ -31,6 +31,10 @@ extension RecordReader: RecordSource {
 
     public var bytesRead: Int { bytesConsumed }
 
+    /// Whether a record of a CloudKit `changes/zone` answer was read: each of its records is
+    /// the record's whole new version.
+    public var holdsWholeVersions: Bool { readChangesAnswerRecord }
+
     /// A `records/modify` operation that asks for another mode than `mode`
     /// (`"operationType": "forceReplace"` read for a `.forceUpdate` import) is rejected, naming
     /// the mode that applies it: a replace saved as an update keeps fields the request removed,

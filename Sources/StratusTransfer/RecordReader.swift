@@ -118,6 +118,8 @@ public final class RecordReader {
     /// Whether an envelope had a list of records (`records` or `operations`); one without is
     /// not a record file (a zones list, a database changes answer).
     var sawRecordList = false
+    /// Whether a record inside a `changes/zone` answer's `zones` was read (``holdsWholeVersions``).
+    var readChangesAnswerRecord = false
 
     // CSV
     var csv: CSVLayout?

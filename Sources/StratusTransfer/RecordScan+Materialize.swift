@@ -144,6 +144,8 @@ extension JSONCursor {
 
     /// The record of a `records/modify` operation that deletes it (`forceDelete`, `delete`), as a
     /// deletion when the reader reads them (``RecordReadOptions/readsDeletions``).
+    /// A deletion an operation or a result names: its record may carry fields (a client that
+    /// fetched the record sends it whole in a `forceDelete`), which CloudKit does not read either.
     func materializeDeletion(_ scan: RecordScan, zone contextZone: RecordZone.ID, operation: String, at operationOffset: Int, context: DecodeContext) -> DecodedRecord {
         let name: String? = scan.recordName.isPresent ? string(scan.recordName) : nil
         if let problem { return .rejected(offset: problem.offset, recordName: name, message: problem.message) }
@@ -151,15 +153,16 @@ extension JSONCursor {
             return .rejected(offset: operationOffset, recordName: name, message: "the operation '\(operation)' deletes the record; this reader saves records and never deletes them (readsDeletions reads deletions)")
         }
         do throws(FieldError) {
-            return try deletion(scan, name: name, zone: contextZone, context: context)
+            return try deletion(scan, name: name, zone: contextZone, context: context, readsFields: false)
         } catch {
             return .rejected(offset: error.offset, recordName: name, message: error.message)
         }
     }
 
     /// A deletion as `stratus changes` writes it: `{"recordName", "recordType"?, "deleted": true,
-    /// "zoneID"?}`; it carries no fields.
-    private func deletion(_ scan: RecordScan, name: String?, zone contextZone: RecordZone.ID, context: DecodeContext) throws(FieldError) -> DecodedRecord {
+    /// "zoneID"?}`; it carries no fields, unless `readsFields` is false (an operation's record,
+    /// whose fields are not read).
+    private func deletion(_ scan: RecordScan, name: String?, zone contextZone: RecordZone.ID, context: DecodeContext, readsFields: Bool = true) throws(FieldError) -> DecodedRecord {
         guard let name else { throw FieldError(offset: scan.start, message: "the deletion has no recordName") }
         try checkRecordName(name, at: scan.recordName.start, context: context)
         var recordType: String?
@@ -170,7 +173,7 @@ extension JSONCursor {
             } catch { throw FieldError(offset: scan.recordType.start, message: error.message) }
             recordType = type
         }
-        if !scan.fields.isEmpty { throw FieldError(offset: scan.deletion.start, message: "a deletion (\"deleted\": true) carries no fields") }
+        if readsFields && !scan.fields.isEmpty { throw FieldError(offset: scan.deletion.start, message: "a deletion (\"deleted\": true) carries no fields") }
         let zoneID = scan.hasZone ? try self.zoneID(name: scan.zoneName, owner: scan.zoneOwner, at: scan.zoneStart, what: scan.zoneKey) : contextZone
         return .deletion(Record.ID(recordName: name, zoneID: zoneID), recordType: recordType)
     }
@@ -199,7 +202,12 @@ extension JSONCursor {
         if !Self.isPlainRecordName(scan.recordName, base) {
             try checkRecordName(name, at: scan.recordName.start, context: context)
         }
-        guard scan.recordType.isPresent else { throw FieldError(offset: scan.start, message: "the record has no recordType") }
+        guard scan.recordType.isPresent else {
+            // A records/lookup request lists records by name alone: say what the file is.
+            let nameAlone = scan.fields.isEmpty && !scan.changeTag.isPresent && !scan.hasCreated && !scan.hasModified
+                && scan.otherMembers.allSatisfy { stringEquals($0.key, "desiredKeys") }
+            throw FieldError(offset: scan.start, message: "the record has no recordType" + (nameAlone ? ": an object of a recordName alone is what a records/lookup request lists, which holds no records; import the records CloudKit answered with" : ""))
+        }
         let cache = context.cache
         let recordType = cachedString(scan.recordType, &cache.recordType)
         if !Self.isPlainIdentifier(scan.recordType, base) {

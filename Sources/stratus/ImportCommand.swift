@@ -70,7 +70,8 @@ struct ImportCommand: Command {
             create (fail on existing records), update (only the given fields; checks recordChangeTag), \
             replace (unspecified fields removed; checks recordChangeTag), forceUpdate (ignore tags, create when \
             missing; re-running the same file changes nothing), forceReplace; a records/modify request's \
-            operations of another operationType are rejected, naming the mode that applies them
+            operations of another operationType are rejected, naming the mode that applies them; a changes/zone \
+            answer's records are whole versions, written as forceReplace unless --mode is given
             """, default: "forceUpdate"),
         Option("--batch-size", "N", "records per checkpointed batch; a batch is written in one transaction, split only where it passes 2 MB", default: "2000 on SQLite, 10000 on PostgreSQL"),
         Option(flag: "--atomic", "all or nothing, in one transaction (at most 100,000 records)"),
@@ -95,6 +96,8 @@ struct ImportCommand: Command {
     var inputPath: String?
     var format: RecordFormat?
     var mode = RecordWriteMode.forceUpdate
+    /// Whether `--mode` was given: without it, a changes answer's whole versions replace.
+    var modeGiven = false
     var batchSize: Int?
     var atomic = false
     var dryRun = false
@@ -132,6 +135,7 @@ struct ImportCommand: Command {
                 throw UsageError(message: "--mode takes create, update, replace, forceUpdate or forceReplace, not '\(text)'")
             }
             command.mode = mode
+            command.modeGiven = true
         }
         command.batchSize = try arguments.positiveInteger("--batch-size")
         command.maxErrors = try arguments.count("--max-errors")
@@ -240,6 +244,7 @@ struct ImportCommand: Command {
             .localDirectory.appendingPathComponent("sha256", isDirectory: true)
         var options = RecordImporter.Options()
         options.writeMode = mode
+        options.replacesWithWholeVersions = !modeGiven
         options.batchSize = batchSize
         options.isAtomic = atomic
         options.isDryRun = dryRun
@@ -309,6 +314,9 @@ struct ImportCommand: Command {
         if summary.end == .finished, reader.moreComing {
             // A changes/zone answer that is one page: the zone's later changes are not in this file.
             StratusCommand.log("note: the input is one page of a CloudKit changes answer (it says \"moreComing\": true): its zone has more changes than it holds; fetch them with the answer's syncToken (CKTool JS's changeToken) and import them too")
+        }
+        if !modeGiven, mode == .forceUpdate, reader.holdsWholeVersions, summary.updated > 0 {
+            StratusCommand.log("note: the input is a CloudKit changes answer, whose records are whole versions: stored records were replaced by them as they came (as --mode forceReplace does: a field a newer version no longer has is removed); give --mode forceUpdate to merge them into the stored records instead (an answer to a request that named desiredKeys holds only those fields)")
         }
         if summary.end == .cancelled {
             // Before the summary, which stays the last line.

@@ -221,6 +221,65 @@ struct CloudKitFixtureCLITests {
         }
     }
 
+    /// A page of a zone's changes holding note N1 as `fields` give it, with change tag `tag`.
+    static func changesPage(token: String, tag: String, modified: Int, fields: String) -> String {
+        let user = #""userRecordName":"_0123456789abcdef0123456789abcdef""#
+        return #"{"zones":[{"zoneID":{"zoneName":"Notes","zoneType":"REGULAR_CUSTOM_ZONE"},"syncToken":"\#(token)","moreComing":false,"records":["#
+            + #"{"recordName":"N1","recordType":"Note","fields":{\#(fields)},"recordChangeTag":"\#(tag)","created":{"timestamp":1735689600000,\#(user)},"modified":{"timestamp":\#(modified),\#(user)}}]}]}"#
+    }
+
+    @Test("a later changes/zone answer replaces the records it holds: a field the newer version removed is gone, unless --mode forceUpdate merges", arguments: TestEngine.all)
+    func changesAnswersReplaceWholeVersions(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let first = Self.changesPage(token: "T1", tag: "tag1", modified: 1735689600000, fields: #""title":{"value":"hi","type":"STRING"},"pinned":{"value":1,"type":"INT64"}"#)
+            let second = Self.changesPage(token: "T2", tag: "tag2", modified: 1735776000000, fields: #""title":{"value":"hi","type":"STRING"}"#)
+            let place = ["--database", "private", "--zone", "Notes"]
+            let imported = try await cli.run(["import", try cli.file("page1.json", first), "--create-zones", "--database", "private"])
+            #expect(imported.exitCode == 0, "\(imported)")
+            #expect(!imported.stderr.contains("whole versions"), "nothing stored was replaced: \(imported.stderr)")
+
+            let replaced = try await cli.run(["import", try cli.file("page2.json", second), "--database", "private"])
+            #expect(replaced.exitCode == 0, "\(replaced)")
+            Summary.expectImport(replaced, updated: 1)
+            #expect(replaced.stderr.contains("whole versions") && replaced.stderr.contains("--mode forceUpdate"), "\(replaced.stderr)")
+            let exported = try await cli.run(["export", "--type", "Note", "--quiet"] + place)
+            let note = try JSONLine.object(exported.stdout)
+            #expect(note["recordChangeTag"] as? String == "tag2")
+            #expect(JSONLine.field(note, "pinned") == nil, "the field the newer version removed is gone: \(exported.stdout)")
+            #expect(JSONLine.field(note, "title")?["value"] as? String == "hi")
+            let again = try await cli.run(["import", try cli.file("page2.json", second), "--database", "private"])
+            Summary.expectImport(again, unchanged: 1)
+
+            // Merging, asked for: the older page's field comes back beside the newer one's.
+            let merged = try await cli.run(["import", try cli.file("page1.json", first), "--database", "private"])
+            Summary.expectImport(merged, updated: 1)
+            let merging = try await cli.run(["import", try cli.file("page2.json", second), "--database", "private", "--mode", "forceUpdate"])
+            #expect(merging.exitCode == 0 && !merging.stderr.contains("whole versions"), "\(merging)")
+            let kept = try JSONLine.object(try await cli.run(["export", "--type", "Note", "--quiet"] + place).stdout)
+            #expect(JSONLine.field(kept, "pinned")?["value"] as? Int == 1, "forceUpdate keeps the stored field")
+        }
+    }
+
+    @Test("a records/modify request's forceDelete of a whole record (fields, tag) deletes it; a records/lookup request is named as one", arguments: TestEngine.all)
+    func requestShapesAreRead(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let created = try await cli.run(["import", try cli.file("in.ndjson", #"{"recordName":"o9","recordType":"Order","fields":{"total":{"value":12,"type":"INT64"}}}"# + "\n")])
+            #expect(created.exitCode == 0, "\(created)")
+            let request = #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"o9","recordType":"Order","recordChangeTag":"t1","fields":{"total":{"value":12,"type":"INT64"}}}}]}"#
+            let deleted = try await cli.run(["import", try cli.file("request.json", request)])
+            #expect(deleted.exitCode == 0, "\(deleted)")
+            #expect(deleted.stderr.contains("deleted 1, failed 0"), "\(deleted.stderr)")
+            #expect(try await cli.count("Order") == 0)
+
+            let lookup = #"{"records":[{"recordName":"R1"},{"recordName":"R2","desiredKeys":["title"]}],"zoneID":{"zoneName":"_defaultZone"}}"#
+            let refused = try await cli.run(["import", try cli.file("lookup.json", lookup)])
+            #expect(refused.exitCode == 1, "\(refused)")
+            #expect(refused.stderr.contains("records/lookup request"), "\(refused.stderr)")
+        }
+    }
+
     @Test("an envelope that gives 'records' twice is refused (exit 65) naming the key and its place", arguments: TestEngine.all)
     func envelopeWithDuplicateKey(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -798,6 +798,12 @@ final class ImportRun {
         }
     }
 
+    /// The mode the batches are written in: the options', or `.forceReplace` for whole versions
+    /// a `.forceUpdate` import is told to replace with.
+    var writeMode: RecordWriteMode {
+        options.writeMode == .forceUpdate && options.replacesWithWholeVersions && source.holdsWholeVersions ? .forceReplace : options.writeMode
+    }
+
     /// Submits a batch; `endItems` (where the batch ends in the input) is recorded as the job's
     /// progress in the batch's own transaction.
     private func submit(_ batch: ImportBatch, atomic: Bool, endItems: Int? = nil, pendingItems: [Int] = []) -> PendingBatchSave {
@@ -814,7 +820,7 @@ final class ImportRun {
         }
         if batch.segmentCount == 1 { op.recordIDsToDelete = batch.deletions }
         op.deletedRecordOwners = batch.deletionOwners
-        op.writeMode = options.writeMode
+        op.writeMode = writeMode
         op.isAtomic = atomic
         // An atomic batch here is all or nothing across zones: a probe that failed must have
         // written nothing, and an atomic import writes every record or none.

@@ -36,6 +36,13 @@ public protocol RecordSource: AnyObject {
     /// (CloudKit's `records/modify` operations) rejects the items that ask for another, rather
     /// than have them saved as the wrong one.
     func willSave(as mode: RecordWriteMode)
+
+    /// Whether the records read so far are whole versions, each the record entire as its
+    /// source last had it (a CloudKit `changes/zone` answer's records), rather than fields to
+    /// merge into what is stored. A `.forceUpdate` import writes such records as
+    /// `.forceReplace` (``RecordImporter/Options/replacesWithWholeVersions``), so that a field
+    /// a newer version no longer has is removed, not kept under the new version's change tag.
+    var holdsWholeVersions: Bool { get }
 }
 
 extension RecordSource {
@@ -47,6 +54,9 @@ extension RecordSource {
 
     /// Unknown: 0.
     public var bytesRead: Int { 0 }
+
+    /// Fields to merge, as any record a program saves.
+    public var holdsWholeVersions: Bool { false }
 }
 
 /// One item of a ``RecordSource``.
