@@ -246,19 +246,25 @@ struct UsersCommand: Command {
 
         case .add(let login, let recordName, let roles, let discovery):
             let container = try store.openContainer(.createIfMissing)
-            let existing = try await container.users().first { $0.login == login }
+            // By bytes, as the store keys logins: "josé" composed and decomposed are two logins.
+            let users = try await container.users()
+            let existing = users.first { $0.login.utf8.elementsEqual(login.utf8) }
+            let lookalike = existing == nil ? users.first { $0.login == login } : nil
             let name = recordName ?? existing?.userRecordName ?? UserDirectoryEntry.derivedRecordName(containerIdentifier: container.identifier, login: login)
             let entry = UserDirectoryEntry(login: login, userRecordName: name, roles: Set(roles.map { SecurityRole($0) }),
                                            emailAddresses: discovery.emailAddresses, phoneNumbers: discovery.phoneNumbers, nameComponents: discovery.nameComponents,
                                            isDiscoverable: discovery.isDiscoverable ?? existing?.isDiscoverable ?? false)
             try await Self.changingDirectory { try await container.saveUsers([entry]) }
             StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(Self.described(entry))")
+            if let lookalike {
+                StratusCommand.log("note: the login \(login) differs from the login \(lookalike.login) (\(lookalike.userRecordName)) only in how its Unicode characters are composed: they are two users; `users remove` the one not wanted")
+            }
             try await noteProblems(of: entry, roles: roles, in: container)
             return .success
 
         case .edit(let login, let changes):
             let container = try store.openContainer(.existing)
-            guard let existing = try await container.users().first(where: { $0.login == login }) else {
+            guard let existing = try await container.users().first(where: { $0.login.utf8.elementsEqual(login.utf8) }) else {
                 throw CommandFailure(.inputMissing, "\(login) has no entry in the user directory of \(store.storeOrigin); stratus users add \(login) makes one")
             }
             for (option, asked, had) in [("--remove-role", changes.removedRoles, existing.roles.map(\.name)),

@@ -56,6 +56,23 @@ struct UsersCLITests {
         }
     }
 
+    @Test("two logins that differ only in how their characters are composed are two users: the second add says added, and notes the first", arguments: TestEngine.all)
+    func loginsAreComparedByBytes(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let composed = "jos\u{E9}", decomposed = "jose\u{301}"
+            let first = try await cli.run(["users", "add", composed, "--record-name", "_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"])
+            #expect(first.exitCode == 0 && first.stderr.contains("added"), "\(first)")
+            let second = try await cli.run(["users", "add", decomposed, "--record-name", "_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"])
+            #expect(second.exitCode == 0 && second.stderr.contains("added") && !second.stderr.contains("replaced"), "\(second)")
+            #expect(second.stderr.contains("only in how its Unicode characters are composed") && second.stderr.contains("_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), "\(second)")
+            let again = try await cli.run(["users", "add", composed, "--record-name", "_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"])
+            #expect(again.stderr.contains("replaced") && !again.stderr.contains("note:"), "the same bytes are the same login: \(again)")
+            let list = try await cli.run(["users", "list"])
+            #expect(list.stdout.contains("_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") && list.stdout.contains("_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"), "\(list.stdout)")
+        }
+    }
+
     @Test("users add gives a login email addresses, phone numbers, a name and discoverability; list --json shows them; a later add keeps the login's consent unless told", arguments: TestEngine.all)
     func discoveryOptions(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
