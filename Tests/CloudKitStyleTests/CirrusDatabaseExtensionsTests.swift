@@ -356,7 +356,7 @@ fileprivate struct Bookmark: Codable, Equatable {
     static func == (a: Bookmark, b: Bookmark) -> Bool { a.scope == b.scope && a.id.id == b.id.id }
 }
 
-@Suite("Ben Gottlieb's Cirrus: its CloudKit extensions, ported", .serialized, .timeLimit(.minutes(10)))
+@Suite("Ben Gottlieb's Cirrus: its CloudKit extensions, ported", .serialized, .timeLimit(.minutes(30)))
 struct CirrusDatabaseExtensionsTests {
     private func withCirrus<T>(on engine: TestEngine, _ body: (Container) async throws -> T) async throws -> T {
         try await withContainer(on: engine) { container in

@@ -662,7 +662,7 @@ struct ReactorTodo: CloudKitSyncable, CloudKitIdentifiable, CloudKitDiffable {
 
 // MARK: - Tests
 
-@Suite("CloudKitReactor's commands, ported", .serialized, .timeLimit(.minutes(10)))
+@Suite("CloudKitReactor's commands, ported", .serialized, .timeLimit(.minutes(30)))
 struct CloudKitReactorTests {
     /// Runs `body` with `CKContainer.default()` answering a container on a fresh store, its
     /// default custom zone made by CreateCustomZone.

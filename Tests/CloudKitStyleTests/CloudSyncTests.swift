@@ -1307,7 +1307,7 @@ fileprivate final class CloudSyncHandlers: @unchecked Sendable {
     }
 }
 
-@Suite("Andrew Podkovyrin's CloudSync, ported", .timeLimit(.minutes(10)))
+@Suite("Andrew Podkovyrin's CloudSync, ported", .timeLimit(.minutes(30)))
 @MainActor
 struct CloudSyncTests {
     fileprivate static let zoneID = RecordZone.ID(zoneName: "Notes", ownerName: CurrentUserDefaultName)

@@ -6,7 +6,7 @@ import Testing
 /// reference: `CKDBRecordChangesResponse` holds `recordResults`, `moreComing` and
 /// `changeToken`; each result is a found record's, an error's or a deleted record's) imported
 /// with `stratus import` as saved.
-@Suite("CKTool JS answers through stratus", .timeLimit(.minutes(10)))
+@Suite("CKTool JS answers through stratus", .timeLimit(.minutes(30)))
 struct CKToolJSAnswerCLITests {
     @Test("a record changes answer: the found record is written into the zone it names, the deleted one deleted, the error result fails naming its code", arguments: TestEngine.all)
     func recordChanges(engine: TestEngine) async throws {

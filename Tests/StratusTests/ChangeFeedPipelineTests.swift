@@ -6,7 +6,7 @@ import Testing
 /// A checkpointed pipeline whose source is a zone's change feed and whose save stage writes
 /// back into that zone: stopped and resumed, it processes every record exactly once, since a
 /// resumed run ends where the first run fixed the end and its own saves lie after it.
-@Suite("Change-feed pipelines saving into the zone they read", .timeLimit(.minutes(10)))
+@Suite("Change-feed pipelines saving into the zone they read", .timeLimit(.minutes(30)))
 struct ChangeFeedPipelineTests {
     static let zone = RecordZone.ID(zoneName: "Drafts")
     static let batchSize = 10

@@ -7,7 +7,7 @@ import Testing
 /// `--checkpoint` and `--token-file`): read back by a new object after the one that wrote it
 /// is gone, read in the format today's `stratus` writes, refused with the file's name when
 /// damaged, another job's or of a later format, and never lost to a failed write.
-@Suite("Job files", .timeLimit(.minutes(10)))
+@Suite("Job files", .timeLimit(.minutes(30)))
 struct JobFileTests {
     /// The reason of the ``JobFileError`` `body` throws, after checking that its message names `path`.
     func refusal(naming path: String, _ body: () throws -> Void) -> JobFileError.Reason? {
