@@ -305,7 +305,10 @@ extension RecordReader {
         let zone = currentZone
         let zoneIsKnown = frames.contains { $0.zoneID != nil }
         let fromAnswer = frames.contains { $0.kind == .envelope }
-        if !readChangesAnswerRecord && frames.contains(where: { $0.kind == .zone }) { readChangesAnswerRecord = true }
+        let entry = frames.last { $0.kind == .zone }
+        if entry != nil && !readChangesAnswerRecord { readChangesAnswerRecord = true }
+        // The look-ahead found no zoneID in the whole entry (a malformed one stops the reading).
+        let entryNamesNoZone = entry != nil && entry?.zoneID == nil
         let (decoded, recordStart) = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
             let b = try c.peek()
             let start = c.pos
@@ -314,6 +317,10 @@ extension RecordReader {
                 return (.rejected(offset: start, recordName: nil, message: "expected a record object, found \(value.kindName)"), start)
             }
             try c.scanRecord(&scan)
+            if entryNamesNoZone && !scan.hasZone {
+                let name: String? = scan.recordName.isPresent ? c.string(scan.recordName) : nil
+                return (.rejected(offset: start, recordName: name, message: "the entry of 'zones' that holds the record names no zoneID, so the record's zone is unknown (a changes/zone answer names each entry's zone)"), start)
+            }
             return (c.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, context: context), start)
         }
         if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }

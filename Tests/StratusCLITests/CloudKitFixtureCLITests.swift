@@ -261,6 +261,21 @@ struct CloudKitFixtureCLITests {
         }
     }
 
+    @Test("a changes/zone entry that names no zoneID rejects its records (their zone is unknown) rather than write them into the default zone; a zoneID after the records is read", arguments: TestEngine.all)
+    func changesEntryWithoutZone(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let body = #"{"zones":[{"syncToken":"t","records":[{"recordName":"N1","recordType":"Note","fields":{}}]},"#
+                + #"{"records":[{"recordName":"N2","recordType":"Note","fields":{}}],"zoneID":{"zoneName":"Late"}}]}"#
+            let result = try await cli.run(["import", try cli.file("changes.json", body), "--create-zones", "--database", "private"])
+            #expect(result.exitCode == 1, "\(result)")
+            Summary.expectImport(result, imported: 1, failed: 1)
+            #expect(result.stderr.contains("(N1): the entry of 'zones' that holds the record names no zoneID"), "\(result.stderr)")
+            #expect(try await cli.count("Note", extra: ["--database", "private"]) == 0, "nothing lands in the default zone")
+            #expect(try await cli.count("Note", extra: ["--zone", "Late", "--database", "private"]) == 1)
+        }
+    }
+
     @Test("a records/modify request's forceDelete of a whole record (fields, tag) deletes it; a records/lookup request is named as one", arguments: TestEngine.all)
     func requestShapesAreRead(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
