@@ -236,6 +236,10 @@ extension RecordReader {
             if c.stringEquals(key, "moreComing") {
                 let value = try c.scanValue()
                 if let problem = c.problem { throw c.syntax(problem.offset, problem.message) }
+                // Anything but a boolean would say nothing of the zone's other changes, silently.
+                guard value.kind == .trueLiteral || value.kind == .falseLiteral else {
+                    throw c.syntax(value.start, "'moreComing' must be true or false, not \(value.kindName)")
+                }
                 return value.kind == .trueLiteral ? .moreComing : .skipped
             }
             if c.stringEquals(key, "zoneID") {

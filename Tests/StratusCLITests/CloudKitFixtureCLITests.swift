@@ -273,6 +273,11 @@ struct CloudKitFixtureCLITests {
             #expect(result.stderr.contains("(N1): the entry of 'zones' that holds the record names no zoneID"), "\(result.stderr)")
             #expect(try await cli.count("Note", extra: ["--database", "private"]) == 0, "nothing lands in the default zone")
             #expect(try await cli.count("Note", extra: ["--zone", "Late", "--database", "private"]) == 1)
+
+            // A moreComing that is no boolean would say nothing of the zone's other changes.
+            let vague = #"{"zones":[{"zoneID":{"zoneName":"Late"},"moreComing":"yes","records":[]}]}"#
+            let refused = try await cli.run(["import", try cli.file("vague.json", vague), "--database", "private"])
+            #expect(refused.exitCode == 65 && refused.stderr.contains("'moreComing' must be true or false, not a string"), "\(refused)")
         }
     }
 
