@@ -179,6 +179,32 @@ struct JobFileTests {
         #expect(try ChangeTokenFile(path: emptyURL.path).loadToken() == nil, "an empty first line: from the beginning")
     }
 
+    @Test("a checkpoint whose long list comes before the member that names its kind (as earlier versions wrote them in any order) is read, and is written again with that member first")
+    func longListsBeforeTheirKind() throws {
+        let folder = try TemporaryStore(prefix: "stratus-jobfiles")
+        // 60,000 records waiting for a parent: a list of hundreds of kilobytes.
+        let pending = Array(stride(from: 1, through: 120_000, by: 2))
+        let listed = pending.map(String.init).joined(separator: ",")
+        let importText = #"{"inputSize":1048576,"pendingItems":[\#(listed)],"committedItems":70000,"job":"import-77","input":"children.ndjson"}"#
+        #expect(importText.utf8.count > 64 << 10)
+        let importURL = try folder.writeFile("import.checkpoint", Data(importText.utf8))
+        let imports = try ImportCheckpointFile(path: importURL.path, input: "children.ndjson", inputSize: 1_048_576)
+        let checkpoint = try #require(try imports.load())
+        #expect(checkpoint.itemsSettled == 70_000 && checkpoint.pendingItems == pending)
+        try imports.save(checkpoint)
+        let written = try text(importURL.path)
+        let input = try #require(written.range(of: #""input":"#)), list = try #require(written.range(of: #""pendingItems":"#))
+        #expect(input.lowerBound < list.lowerBound, "the member naming the kind is written before the list")
+        #expect(try imports.load() == checkpoint)
+
+        // A long member first (a later version's, unknown here, is skipped as any unknown one).
+        let filler = String(repeating: "x", count: 200_000)
+        let pipelineText = #"{"later":"\#(filler)","position":"sti1_4000","job":"pipeline-3","command":"update R where n > 1 set s:STRING=x"}"#
+        let pipelineURL = try folder.writeFile("update.checkpoint", Data(pipelineText.utf8))
+        let pipeline = try PipelineCheckpointFile(path: pipelineURL.path, belongsTo: "update R where n > 1 set s:STRING=x")
+        #expect(try pipeline.load() == PipelineCheckpointStoreEntry(job: "pipeline-3", position: .items(4_000)))
+    }
+
     // MARK: - Refusals
 
     @Test("a damaged file, another job's, another kind of file and one of a later format are refused naming the file, and left as they are")

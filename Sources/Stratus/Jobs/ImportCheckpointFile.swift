@@ -109,7 +109,7 @@ public final class ImportCheckpointFile: ImportCheckpointStore {
                                 rejectedItems: checkpoint.itemsRejected == 0 ? nil : checkpoint.itemsRejected,
                                 unreportedRejects: checkpoint.unreportedRejections.isEmpty ? nil : checkpoint.unreportedRejections,
                                 destination: destination)
-        try file.replace(with: try JSONEncoder().encode(contents))
+        try file.replace(with: try JobFile.checkpointEncoder.encode(contents))
     }
 
     /// Removes the file, once the whole input is settled.

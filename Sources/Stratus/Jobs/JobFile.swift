@@ -130,6 +130,15 @@ package final class JobFile {
 
     // MARK: - Checkpoints (JSON)
 
+    /// Writes a checkpoint's members in key order, the same in every process: the member that
+    /// names its kind (`command`, `input`) then comes before the long lists (`pendingItems`,
+    /// `position`), where ``decodeCheckpoint(_:from:key:)`` finds it at once.
+    package static var checkpointEncoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }
+
     /// Decodes a checkpoint file's contents. Every checkpoint is one JSON object with `key`
     /// near its start: anything else (an array, an input file, binary data) is refused before
     /// it is parsed, as Foundation builds the whole JSON tree first, at some thirty times the
@@ -140,9 +149,11 @@ package final class JobFile {
     ///   a file of this kind that does not decode, `belongsToAnotherJob` for a pipeline
     ///   checkpoint of another job that does not decode.
     package func decodeCheckpoint<T: Decodable>(_ type: T.Type, from data: Data, key: String) throws(JobFileError) -> T {
-        // The key every such checkpoint writes near its start (the one with a list comes
-        // later): another JSON object, however large, is refused without being parsed.
-        guard Self.firstSignificantByte(of: data) == UInt8(ascii: "{"), data.prefix(64 << 10).firstRange(of: Data("\"\(key)\":".utf8)) != nil else {
+        // The key every such checkpoint writes: another JSON object, however large, is refused
+        // without being parsed. Looked for in the whole file, which its kind's size limit
+        // bounds: files of earlier versions wrote their members in any order, a list of
+        // hundreds of kilobytes before it.
+        guard Self.firstSignificantByte(of: data) == UInt8(ascii: "{"), data.firstRange(of: Data("\"\(key)\":".utf8)) != nil else {
             throw refusal(.holdsAnotherKind(Self.kind(holding: data)))
         }
         try checkFormat(of: data)

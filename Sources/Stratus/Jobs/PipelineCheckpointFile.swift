@@ -81,7 +81,7 @@ public final class PipelineCheckpointFile: PipelineCheckpointStore, @unchecked S
     public func save(_ entry: PipelineCheckpointStoreEntry) throws {
         let contents = Contents(command: owner, job: entry.job, position: entry.position?.serialized,
                                 recordedInStore: entry.isRecordedInStore ? true : nil)
-        try file.replace(with: try JSONEncoder().encode(contents))
+        try file.replace(with: try JobFile.checkpointEncoder.encode(contents))
     }
 
     /// Removes the file, once the whole pipeline completed.
