@@ -17,7 +17,7 @@ struct CopyCommand: Command {
         the checkpoint of the copy that began it. With --checkpoint, a copy stopped by SIGINT,
         SIGTERM, a kill or a crash goes on where it stopped when run again with the same
         options; the file is removed once the stores compare equal (run again after that, the
-        copy finds nothing to copy while the stores still compare equal, as after a kill that
+        copy finds nothing to copy and compares the stores again, as after a kill that
         came once the file was removed). Each zone is read type by
         type, each type from one snapshot; stop writers to the source for an exact copy. At the
         end both stores are read again and compared zone by zone: the record count and a

@@ -159,7 +159,7 @@ struct CopyCLITests {
         }
     }
 
-    @Test("a copy that finished with --checkpoint (its checkpoint removed, as a kill just after the removal leaves it) run again the same way finds nothing to copy and exits 0; once the source changed, it is refused (64) as before", arguments: TestEngine.all)
+    @Test("a copy that finished with --checkpoint (its checkpoint removed, as a kill just after the removal leaves it) run again the same way finds nothing to copy and exits 0; once the source changed, it compares again and names the zone that differs (exit 1)", arguments: TestEngine.all)
     func finishedCopyRunAgain(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
@@ -174,7 +174,9 @@ struct CopyCLITests {
             #expect(try await cli.count("Note", extra: ["--store", destination]) == 300)
             #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "later")).exitCode == 0)
             let changed = try await cli.run(arguments)
-            #expect(changed.exitCode == 64 && changed.stderr.contains("already holds 300 records"), "\(changed)")
+            #expect(changed.exitCode == 1 && changed.stderr.contains("differs: the source holds 301"), "\(changed)")
+            #expect(changed.stderrLines.last?.contains("0 of 1 zone match") == true, "\(changed)")
+            #expect(try await cli.count("Note", extra: ["--store", destination]) == 300, "nothing is copied into a finished copy")
         }
     }
 
