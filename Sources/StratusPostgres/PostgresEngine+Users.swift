@@ -6,7 +6,7 @@ extension PostgresEngine {
     public func fetchUserDirectory(containerIdentifier: String, logins: [String]?) throws -> [UserDirectoryEntry] {
         try readTransaction(mayLag: false) { connection in
             if let logins {
-                return try Self.readEntries(on: connection, containerIdentifier: containerIdentifier, where: "d.login = ANY($2)", [.textArray(Array(Set(logins)))])
+                return try Self.readEntries(on: connection, containerIdentifier: containerIdentifier, where: "d.login = ANY($2)", [.textArray(logins)])
             }
             return try Self.readEntries(on: connection, containerIdentifier: containerIdentifier, where: "true", [])
         }

@@ -15,7 +15,10 @@ extension SQLiteEngine {
             }
             if let logins {
                 let select = try connection.statement("SELECT login, user_record_name, roles FROM user_directory WHERE container = ? AND login = ?")
-                for login in Set(logins).sorted() {
+                // Distinct by bytes, as logins are keyed (a Set of Strings would take "é" composed
+                // and decomposed as one).
+                var asked = Set<[UInt8]>()
+                for login in logins where asked.insert(Array(login.utf8)).inserted {
                     try select.bind([.text(containerIdentifier), .text(login)])
                     try read(select)
                 }

@@ -767,7 +767,9 @@ extension JSONCursor {
             return metadata
         }
         let source: Asset
-        switch Self.localAsset(text, quoted: quoted(location), context: context) {
+        // A size beside a file named like a digest is what Stratus's exports write: the name
+        // is then the content's SHA-256, checked as the content is read.
+        switch Self.localAsset(text, quoted: quoted(location), context: context, namesDigest: size != nil) {
         case .success(let asset): source = asset
         case .failure(let refusal): throw fail(location, key, type, i, refusal.message)
         }
@@ -784,7 +786,10 @@ extension JSONCursor {
     /// allow: inside the asset folder only (relative, no `..`, links as the options say), or,
     /// without a folder, anywhere only when the caller chose so. Both readers, JSON and CSV,
     /// ask here, so that no input format reaches files the other would refuse.
-    static func localAsset(_ text: String, quoted: String, context: DecodeContext) -> Result<Asset, AssetPathRefusal> {
+    ///
+    /// - Parameter namesDigest: whether a file named like a SHA-256 (64 lowercase hexadecimal
+    ///   digits) is named by its content's digest, which reading it then checks.
+    static func localAsset(_ text: String, quoted: String, context: DecodeContext, namesDigest: Bool = false) -> Result<Asset, AssetPathRefusal> {
         let path = localPath(text)
         if let path, path.hasPrefix("/") || context.assetDirectory != nil, path.split(separator: "/").contains("..") {
             let folder = context.assetDirectory.map { " \($0.path)" } ?? ""
@@ -795,10 +800,11 @@ extension JSONCursor {
             // read where the path lies in a folder the user (or the store) vouches for, never
             // where the input alone says.
             if let directory = context.assetDirectory, let inside = relativePath(path, inside: directory) {
-                return .success(confinedAsset(inside.path, in: inside.folder, followsSymlinks: context.followsAssetSymlinks))
+                return .success(confinedAsset(inside.path, in: inside.folder, followsSymlinks: context.followsAssetSymlinks, namesDigest: namesDigest))
             }
             if let directory = context.storeContentDirectory, let inside = relativePath(path, inside: directory) {
-                return .success(confinedAsset(inside.path, in: inside.folder, followsSymlinks: false))
+                // The store's own content files are named by their digests, always.
+                return .success(confinedAsset(inside.path, in: inside.folder, followsSymlinks: false, namesDigest: true))
             }
             if context.assetDirectory != nil || context.assetPaths != .anywhere {
                 let folder = (path as NSString).deletingLastPathComponent
@@ -810,7 +816,7 @@ extension JSONCursor {
             guard let path else {
                 return .failure(AssetPathRefusal(message: "has the downloadURL '\(quoted)', which is neither a path nor an https URL"))
             }
-            return .success(confinedAsset(path, in: directory, followsSymlinks: context.followsAssetSymlinks))
+            return .success(confinedAsset(path, in: directory, followsSymlinks: context.followsAssetSymlinks, namesDigest: namesDigest))
         }
         guard case .anywhere = context.assetPaths else {
             return .failure(AssetPathRefusal(message: "names the file '\(quoted)'; name the folder asset files are read from with --assets-dir (in Swift, RecordReadOptions.assetDirectory): paths in the input are relative to it"))
@@ -821,12 +827,12 @@ extension JSONCursor {
         return .success(Asset(fileURL: url))
     }
 
-    /// The asset of the file at `path` in `folder`. A file named by a SHA-256 (64 lowercase
-    /// hexadecimal digits), as Stratus's export and its stores name content, must hold the
-    /// content of that digest: a changed or truncated backup is refused, not stored.
-    static func confinedAsset(_ path: String, in folder: URL, followsSymlinks: Bool) -> Asset {
+    /// The asset of the file at `path` in `folder`. With `namesDigest`, a file named like a
+    /// SHA-256 (64 lowercase hexadecimal digits), as Stratus's exports and stores name content,
+    /// must hold the content of that digest: a changed or truncated backup is refused, not stored.
+    static func confinedAsset(_ path: String, in folder: URL, followsSymlinks: Bool, namesDigest: Bool) -> Asset {
         let name = path.split(separator: "/").last.map(String.init) ?? path
-        return Asset(path: path, in: folder, followsSymlinks: followsSymlinks, expectedDigest: SHA256Hasher.Digest.isHexadecimal(name) ? name : nil)
+        return Asset(path: path, in: folder, followsSymlinks: followsSymlinks, expectedDigest: namesDigest && SHA256Hasher.Digest.isHexadecimal(name) ? name : nil)
     }
 
     /// The part of the absolute `path` below `folder` (as given, or with its links resolved)

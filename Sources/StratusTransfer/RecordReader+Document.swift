@@ -31,6 +31,9 @@ struct Frame {
     var state = State.open
     /// The zone of records inside that name none.
     var zoneID: RecordZone.ID?
+    /// A zone entry read whole ahead of its records that has no `zoneID`: its records' zone is
+    /// unknown, and they are rejected.
+    var namesNoZone = false
     /// The keys of an envelope or zone entry read so far: a key given twice makes the document
     /// ambiguous (JSON parsers keep one or the other), so it is refused.
     /// A box: the reader's loop holds a copy of the top frame while a member is read, and
@@ -133,9 +136,12 @@ extension RecordReader {
                     guard b == UInt8(ascii: "{") else {
                         throw fatal(at: input.start, "an entry of 'zones' must be an object, found \(JSONCursor.describe(b))")
                     }
-                    let zone = try lookAheadForZoneID()
+                    var entryHasNoZone = false
+                    let zone = try lookAheadForZoneID(sawWholeObjectWithout: &entryHasNoZone)
                     input.start += 1
-                    frames.append(Frame(kind: .zone, zoneID: zone))
+                    var entry = Frame(kind: .zone, zoneID: zone)
+                    entry.namesNoZone = entryHasNoZone
+                    frames.append(entry)
                 case .envelope, .zone:
                     if let rejected = try readMember(of: top.kind, frame: last) { return rejected }
                 }
@@ -158,6 +164,13 @@ extension RecordReader {
     /// the record size limit; past it, the zone applies from where it appears, and one that
     /// comes after records read into another zone is refused then.
     private func lookAheadForZoneID() throws -> RecordZone.ID? {
+        var ignored = false
+        return try lookAheadForZoneID(sawWholeObjectWithout: &ignored)
+    }
+
+    /// ``lookAheadForZoneID()``, telling in `absent` whether the whole object was read and has
+    /// no `zoneID` member (not: one further than the look-ahead, or one that does not read).
+    private func lookAheadForZoneID(sawWholeObjectWithout absent: inout Bool) throws -> RecordZone.ID? {
         while true {
             var c = JSONCursor(base: input.storage, limit: input.end, isComplete: input.isEOF, pos: input.start, depth: frames.count)
             do throws(ScanFailure) {
@@ -173,6 +186,7 @@ extension RecordReader {
                     }
                     _ = try c.scanValue()
                 } while try c.nextMember(close: UInt8(ascii: "}"), in: "the envelope")
+                absent = true
                 return nil
             } catch {
                 // Broken JSON is named by the reading that follows, where it stands.
@@ -201,6 +215,15 @@ extension RecordReader {
             if kind == .zone && ((c.stringEquals(key, "records") && seen("serverErrorCode"))
                                  || (c.stringEquals(key, "serverErrorCode") && seen("records"))) {
                 throw c.syntax(key.start, "a zone entry holds both 'records' and 'serverErrorCode' (a CloudKit error result); CloudKit answers a zone with one or the other")
+            }
+            // An envelope is one kind of answer or request: a `changes/zone` answer's records are
+            // whole versions, which other lists beside them would blur (and the other way round).
+            if kind == .envelope {
+                let lists: [StaticString] = ["records", "zones", "operations", "recordResults"]
+                if let given = lists.first(where: { c.stringEquals(key, $0) }).map({ "\($0)" }),
+                   let other = lists.map({ "\($0)" }).first(where: { $0 != given && seen($0) }) {
+                    throw c.syntax(key.start, "the envelope holds both '\(other)' and '\(given)'; a CloudKit answer or request holds one list of records: import each as a file of its own")
+                }
             }
             if c.stringEquals(key, "records")
                 || (kind == .envelope && (c.stringEquals(key, "zones") || c.stringEquals(key, "operations") || c.stringEquals(key, "recordResults"))) {
@@ -311,8 +334,7 @@ extension RecordReader {
         let fromAnswer = frames.contains { $0.kind == .envelope }
         let entry = frames.last { $0.kind == .zone }
         if entry != nil && !readChangesAnswerRecord { readChangesAnswerRecord = true }
-        // The look-ahead found no zoneID in the whole entry (a malformed one stops the reading).
-        let entryNamesNoZone = entry != nil && entry?.zoneID == nil
+        let entryNamesNoZone = entry?.namesNoZone == true
         let (decoded, recordStart) = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
             let b = try c.peek()
             let start = c.pos
@@ -391,7 +413,7 @@ extension RecordReader {
                 return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, nameIfAbsent: generated, context: context), recordOffset)
             case "forceDelete":
                 // As a change feed's deletion: applied by name when deletions are read (stratus import).
-                return (sub.materializeDeletion(scan, zone: zone, operation: operation, at: type.start, context: context), recordOffset)
+                return (sub.materializeDeletion(scan, zone: zone, operation: operation, at: type.start, readsFields: false, context: context), recordOffset)
             case "delete":
                 // CloudKit deletes only while the record's change tag still matches; a deletion
                 // applied by name would delete a version the request never saw.

@@ -33,6 +33,12 @@ extension RecordReader: RecordSource {
 
     /// Whether a record of a CloudKit `changes/zone` answer was read: each of its records is
     /// the record's whole new version.
+    ///
+    /// ```swift
+    /// options.replacesWithWholeVersions = true   // RecordImporter.Options: asks the reader this
+    /// _ = try await RecordImporter(database: database, options: options).run(from: reader)
+    /// if reader.holdsWholeVersions { print("stored records were replaced by the answer's versions") }
+    /// ```
     public var holdsWholeVersions: Bool { readChangesAnswerRecord }
 
     /// A `records/modify` operation that asks for another mode than `mode`

@@ -144,16 +144,18 @@ extension JSONCursor {
 
     /// The record of a `records/modify` operation that deletes it (`forceDelete`, `delete`), as a
     /// deletion when the reader reads them (``RecordReadOptions/readsDeletions``).
-    /// A deletion an operation or a result names: its record may carry fields (a client that
-    /// fetched the record sends it whole in a `forceDelete`), which CloudKit does not read either.
-    func materializeDeletion(_ scan: RecordScan, zone contextZone: RecordZone.ID, operation: String, at operationOffset: Int, context: DecodeContext) -> DecodedRecord {
+    /// A deletion an operation or a result names. `readsFields` false: the record may carry
+    /// fields, which are not read (a client that fetched the record sends it whole in a
+    /// `forceDelete`, and CloudKit reads only its name); otherwise fields make it no deletion.
+    func materializeDeletion(_ scan: RecordScan, zone contextZone: RecordZone.ID, operation: String, at operationOffset: Int, readsFields: Bool = true,
+                             context: DecodeContext) -> DecodedRecord {
         let name: String? = scan.recordName.isPresent ? string(scan.recordName) : nil
         if let problem { return .rejected(offset: problem.offset, recordName: name, message: problem.message) }
         guard context.readsDeletions else {
             return .rejected(offset: operationOffset, recordName: name, message: "the operation '\(operation)' deletes the record; this reader saves records and never deletes them (readsDeletions reads deletions)")
         }
         do throws(FieldError) {
-            return try deletion(scan, name: name, zone: contextZone, context: context, readsFields: false)
+            return try deletion(scan, name: name, zone: contextZone, context: context, readsFields: readsFields)
         } catch {
             return .rejected(offset: error.offset, recordName: name, message: error.message)
         }

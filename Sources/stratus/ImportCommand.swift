@@ -316,7 +316,7 @@ struct ImportCommand: Command {
             StratusCommand.log("note: the input is one page of a CloudKit changes answer (it says \"moreComing\": true): its zone has more changes than it holds; fetch them with the answer's syncToken (CKTool JS's changeToken) and import them too")
         }
         if !modeGiven, mode == .forceUpdate, reader.holdsWholeVersions, summary.updated > 0 {
-            StratusCommand.log("note: the input is a CloudKit changes answer, whose records are whole versions: stored records were replaced by them as they came (as --mode forceReplace does: a field a newer version no longer has is removed); give --mode forceUpdate to merge them into the stored records instead (an answer to a request that named desiredKeys holds only those fields)")
+            StratusCommand.log("note: the input is a CloudKit changes answer, whose records are whole versions: stored records \(dryRun ? "would be" : "were") replaced by them as they came (as --mode forceReplace does: a field a newer version no longer has is removed); give --mode forceUpdate to merge them into the stored records instead (an answer to a request that named desiredKeys holds only those fields)")
         }
         if summary.end == .cancelled {
             // Before the summary, which stays the last line.

@@ -257,7 +257,8 @@ struct UsersCommand: Command {
             try await Self.changingDirectory { try await container.saveUsers([entry]) }
             StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(Self.described(entry))")
             if let lookalike {
-                StratusCommand.log("note: the login \(login) differs from the login \(lookalike.login) (\(lookalike.userRecordName)) only in how its Unicode characters are composed: they are two users; `users remove` the one not wanted")
+                func spelled(_ text: String) -> String { text.unicodeScalars.map { $0.isASCII ? String($0) : String(format: "U+%04X", $0.value) }.joined(separator: " ") }
+                StratusCommand.log("note: the login \(login) (\(spelled(login))) differs from the login \(lookalike.login) (\(spelled(lookalike.login)), \(lookalike.userRecordName)) only in how its Unicode characters are composed: they are two users; `users remove` the one not wanted")
             }
             try await noteProblems(of: entry, roles: roles, in: container)
             return .success
@@ -284,9 +285,10 @@ struct UsersCommand: Command {
 
         case .remove(let logins):
             let container = try store.openContainer(.existing)
-            let known = Set(try await container.users().map(\.login))
+            // By bytes, as the store keys logins.
+            let known = Set(try await container.users().map { Array($0.login.utf8) })
             try await Self.changingDirectory { try await container.removeUsers(logins: logins) }
-            let missing = logins.filter { !known.contains($0) }
+            let missing = logins.filter { !known.contains(Array($0.utf8)) }
             StratusCommand.log("removed \(logins.count - missing.count) of \(logins.count)" + (missing.isEmpty ? "" : "; not in the directory: \(missing.joined(separator: ", "))"))
             return .success
 

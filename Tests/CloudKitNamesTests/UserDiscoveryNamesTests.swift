@@ -104,7 +104,7 @@ import Testing
             #expect(Set(metadatas.keys) == [choresURL, unknownURL])
             let choresMetadata = try #require(try metadatas[choresURL]?.get())
             #expect(choresMetadata.rootRecordID.recordName == "chores")
-            #expect(throws: CKError.self) { try metadatas[unknownURL]?.get() }
+            #expect { try metadatas[unknownURL]?.get() } throws: { ($0 as? CKError)?.code == .unknownItem }
             let accepted = try await grace.accept([choresMetadata])
             #expect(accepted.count == 1 && (try? accepted.values.first?.get())?.recordID.recordName == choresShare.recordID.recordName)
 

@@ -70,6 +70,13 @@ struct UsersCLITests {
             #expect(again.stderr.contains("replaced") && !again.stderr.contains("note:"), "the same bytes are the same login: \(again)")
             let list = try await cli.run(["users", "list"])
             #expect(list.stdout.contains("_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") && list.stdout.contains("_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"), "\(list.stdout)")
+            #expect(second.stderr.contains("U+00E9") && second.stderr.contains("U+0301"), "the note spells out the two: \(second.stderr)")
+            let removed = try await cli.run(["users", "remove", decomposed])
+            #expect(removed.exitCode == 0 && removed.stderr.contains("removed 1 of 1"), "\(removed)")
+            let gone = try await cli.run(["users", "remove", decomposed])
+            #expect(gone.stderr.contains("removed 0 of 1") && gone.stderr.contains("not in the directory"), "the composed login is another: \(gone)")
+            let left = try await cli.run(["users", "list"])
+            #expect(left.stdout.contains("_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") && !left.stdout.contains("_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"), "\(left.stdout)")
         }
     }
 

@@ -81,6 +81,16 @@ struct CKToolJSResultsTests {
         #expect(items[0].rejection?.message.contains("'rec0rd'") == true, "\(items[0])")
         #expect(items[1].rejection?.message.contains("'record' must be an object") == true, "\(items[1])")
         #expect(items[2].rejection?.message.contains("expected a record result object") == true, "\(items[2])")
+        // A record's members written inline (no 'record'): its fields make it no deletion.
+        let inline = try Self.read(#"{"recordResults":[{"type":"existing","recordName":"n1","recordType":"Note","fields":{"title":{"type":"stringType","value":"hi"}}}]}"#,
+                                   readsDeletions: true)
+        #expect(inline.count == 1 && inline.first?.rejection?.message.contains("carries no fields") == true, "\(inline)")
+    }
+
+    @Test("an envelope that holds two lists of records (a changes answer's zones and a query answer's records) is refused, naming both")
+    func twoListsInOneEnvelope() throws {
+        let mixed = #"{"records":[{"recordName":"n1","recordType":"Note","fields":{}}],"zones":[{"zoneID":{"zoneName":"Z"},"records":[]}]}"#
+        #expect { _ = try Self.read(mixed) } throws: { "\($0)".contains("holds both 'records' and 'zones'") }
     }
 
     @Test("a query answer's continuationToken (CKTool JS's continuationMarker), first or last, makes the object an envelope and is the reader's marker",

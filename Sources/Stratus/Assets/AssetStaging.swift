@@ -276,7 +276,7 @@ struct AssetStaging {
             // A backup's content file that bit rot, a truncation or an edit changed: storing it
             // would replace the record's content (and any record's sharing it) with other bytes.
             upload.abandon()
-            throw StratusError(.assetFileModified, "record '\(recordID.recordName)': asset field '\(field)': \(source.displayPath) is named by the SHA-256 of the content an export wrote there, but holds other content (\(size) bytes, SHA-256 \(identifier)): the file was changed since; put the exported file back", recordID: recordID)
+            throw StratusError(.assetFileModified, "record '\(recordID.recordName)': asset field '\(field)': \(source.displayPath) is named like the SHA-256 of its content, as Stratus's exports and stores name content files, but holds content whose SHA-256 is \(identifier) (\(size) bytes): the file changed since it was written (put the exported file back), or its name is no digest (rename the file and its downloadURL to import it as it is)", recordID: recordID)
         }
         staged.uploads.append(.init(upload: upload, identifier: identifier, size: size))
         return size

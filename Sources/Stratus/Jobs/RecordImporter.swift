@@ -74,13 +74,14 @@ public final class RecordImporter: Sendable {
         /// Whether a `.forceUpdate` import of a source whose records are whole versions
         /// (``RecordSource/holdsWholeVersions``: a CloudKit `changes/zone` answer) writes them as
         /// `.forceReplace`: a mirror then holds each record as its newest version is, without
-        /// the fields that version removed. Set it to `false` to merge such records into the
-        /// stored ones (an answer to a request that named `desiredKeys` holds only those fields).
+        /// the fields that version removed. Off by default, as a program that chose
+        /// `.forceUpdate` merges; `stratus import` turns it on when no `--mode` is given. Leave
+        /// it off for an answer to a request that named `desiredKeys`, which holds only those fields.
         ///
         /// ```swift
-        /// options.replacesWithWholeVersions = false   // merge a changes answer's partial records
+        /// options.replacesWithWholeVersions = true   // a mirror of a zone's changes
         /// ```
-        public var replacesWithWholeVersions = true
+        public var replacesWithWholeVersions = false
         /// Items (records, deletions and rejected items) per batch; each batch is written in
         /// one transaction and checkpointed. `nil`: what suits the store, 2,000 on SQLite and
         /// 10,000 on PostgreSQL, where each commit waits for the server's log flush.

@@ -42,6 +42,13 @@ public protocol RecordSource: AnyObject {
     /// merge into what is stored. A `.forceUpdate` import writes such records as
     /// `.forceReplace` (``RecordImporter/Options/replacesWithWholeVersions``), so that a field
     /// a newer version no longer has is removed, not kept under the new version's change tag.
+    ///
+    /// ```swift
+    /// final class MirrorFeed: RecordSource {
+    ///     var holdsWholeVersions: Bool { true }   // each item is the record as it now is
+    ///     func nextItem() throws -> RecordSourceItem? { … }
+    /// }
+    /// ```
     var holdsWholeVersions: Bool { get }
 }
 

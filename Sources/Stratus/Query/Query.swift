@@ -95,7 +95,18 @@ public final class Query: NSObject, NSCopying, NSSecureCoding, Sendable {
 
     // MARK: NSSecureCoding, as apps archive CKQuery
 
+    /// Queries archive with `NSSecureCoding`, as `CKQuery`s do.
+    ///
+    /// ```swift
+    /// let data = try NSKeyedArchiver.archivedData(withRootObject: query, requiringSecureCoding: Query.supportsSecureCoding)
+    /// ```
     public static var supportsSecureCoding: Bool { true }
+
+    private static var archiveDecoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "+Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return decoder
+    }
 
     /// Writes the query (`NSCoding`): its type, and its predicate and sort order as JSON.
     ///
@@ -105,12 +116,19 @@ public final class Query: NSObject, NSCopying, NSSecureCoding, Sendable {
     public func encode(with coder: NSCoder) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
+        encoder.nonConformingFloatEncodingStrategy = Self.nonFiniteNumbers
         coder.encode(recordType as NSString, forKey: "StratusRecordType")
-        // A predicate and sort descriptors are values of Stratus's own Codable types: they
-        // always encode.
-        if let predicate = try? encoder.encode(predicate) { coder.encode(predicate as NSData, forKey: "StratusPredicate") }
-        if let sorts = sortDescriptors, let data = try? encoder.encode(sorts) { coder.encode(data as NSData, forKey: "StratusSortDescriptors") }
+        do {
+            coder.encode(try encoder.encode(predicate) as NSData, forKey: "StratusPredicate")
+            if let sorts = sortDescriptors { coder.encode(try encoder.encode(sorts) as NSData, forKey: "StratusSortDescriptors") }
+        } catch {
+            // Not an archive that reads back as a different query: the archiver reports it.
+            coder.failWithError(error)
+        }
     }
+
+    /// How an archive writes numbers JSON has no form for (a predicate's infinite date).
+    private static let nonFiniteNumbers = JSONEncoder.NonConformingFloatEncodingStrategy.convertToString(positiveInfinity: "+Infinity", negativeInfinity: "-Infinity", nan: "NaN")
 
     /// Reads a query written by ``encode(with:)``; `nil` when the archive holds no query or
     /// one this version cannot read.
@@ -122,12 +140,12 @@ public final class Query: NSObject, NSCopying, NSSecureCoding, Sendable {
         guard coder.containsValue(forKey: "StratusRecordType"), coder.containsValue(forKey: "StratusPredicate"),
               let recordType = coder.decodeObject(of: NSString.self, forKey: "StratusRecordType") as String?,
               let predicateData = coder.decodeObject(of: NSData.self, forKey: "StratusPredicate") as Data?,
-              let predicate = try? JSONDecoder().decode(QueryPredicate.self, from: predicateData) else { return nil }
+              let predicate = try? Self.archiveDecoder.decode(QueryPredicate.self, from: predicateData) else { return nil }
         var sorts: [RecordSortDescriptor]?
         // Asked first: Foundation's keyed unarchiver fails the whole archive for a missing key.
         if coder.containsValue(forKey: "StratusSortDescriptors") {
             guard let data = coder.decodeObject(of: NSData.self, forKey: "StratusSortDescriptors") as Data? else { return nil }
-            guard let decoded = try? JSONDecoder().decode([RecordSortDescriptor].self, from: data),
+            guard let decoded = try? Self.archiveDecoder.decode([RecordSortDescriptor].self, from: data),
                   decoded.count <= Self.maximumSortDescriptors else { return nil }
             sorts = decoded
         }

@@ -147,7 +147,9 @@ enum RecordWriteRules {
 
         var fields: [String: FieldValue]
         var encrypted: Set<String>
-        if let existing, mode != .replace && mode != .forceReplace {
+        // A CloudKit answer's record that came without `fields` (a request that named no keys)
+        // says nothing of the fields: replacing it keeps them, as merging does.
+        if let existing, mode != .replace && mode != .forceReplace || save.jsonExtras.absentKeys.contains("fields") {
             fields = existing.fieldValues
             encrypted = existing.encryptedKeys
             for key in save.changedKeys {

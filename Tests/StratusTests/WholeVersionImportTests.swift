@@ -1,0 +1,75 @@
+import Foundation
+import Stratus
+import StratusTestSupport
+import StratusTransfer
+import Testing
+
+/// A CloudKit `changes/zone` answer's records are whole versions: an import told to replace
+/// with them removes the fields a newer version lacks; by default a program's `.forceUpdate`
+/// import merges, as it always did.
+@Suite("Whole versions from a changes answer, through RecordImporter")
+struct WholeVersionImportTests {
+    static let user = #""userRecordName":"_0123456789abcdef0123456789abcdef""#
+
+    /// A changes answer holding note N1 with `fields` (or without a `fields` member when nil).
+    static func changes(tag: String, fields: String?) -> Data {
+        let member = fields.map { #","fields":{\#($0)}"# } ?? ""
+        return Data((#"{"zones":[{"zoneID":{"zoneName":"_defaultZone"},"syncToken":"t","moreComing":false,"records":[{"recordName":"N1","recordType":"Note""#
+            + member + #","recordChangeTag":"\#(tag)","created":{"timestamp":1735689600000,\#(user)},"modified":{"timestamp":1735689600000,\#(user)}}]}]}"#).utf8)
+    }
+
+    static let both = #""title":{"value":"hi","type":"STRING"},"pinned":{"value":1,"type":"INT64"}"#
+    static let titleOnly = #""title":{"value":"hi","type":"STRING"}"#
+
+    static func importing(_ data: Data, into database: Database, replacing: Bool? = nil) async throws -> (RecordImporter.Summary, RecordReader) {
+        var options = RecordImporter.Options()
+        if let replacing { options.replacesWithWholeVersions = replacing }
+        var readOptions = RecordReadOptions()
+        readOptions.readsDeletions = true
+        let reader = try RecordReader(data: data, options: readOptions)
+        return (try await RecordImporter(database: database, options: options).run(from: reader), reader)
+    }
+
+    @Test("replacesWithWholeVersions removes the field a newer version lacks; without it (the default) the import merges; a record without a fields member replaces no field")
+    func replacingAndMerging() async throws {
+        try await SQLiteFixture.with { fixture in
+            // Private: the answer's creator is another user, whom the public database's _creator
+            // grant would let write alone.
+            let database = fixture.container().privateCloudDatabase
+            let id = Record.ID(recordName: "N1")
+            _ = try await Self.importing(Self.changes(tag: "t1", fields: Self.both), into: database)
+
+            let (merged, reader) = try await Self.importing(Self.changes(tag: "t2", fields: Self.titleOnly), into: database)
+            #expect(merged.updated == 1 && reader.holdsWholeVersions)
+            #expect(try await database.record(for: id)["pinned"] as? Int64 == 1, "a program's forceUpdate merges unless told")
+
+            _ = try await Self.importing(Self.changes(tag: "t1", fields: Self.both), into: database)
+            let (replaced, _) = try await Self.importing(Self.changes(tag: "t2", fields: Self.titleOnly), into: database, replacing: true)
+            #expect(replaced.updated == 1)
+            let newest = try await database.record(for: id)
+            #expect(newest["pinned"] == nil && newest["title"] as? String == "hi" && newest.recordChangeTag == "t2")
+
+            // An answer to a request that named no keys says nothing of the fields.
+            let (systemOnly, _) = try await Self.importing(Self.changes(tag: "t3", fields: nil), into: database, replacing: true)
+            #expect(systemOnly.failed == 0)
+            let kept = try await database.record(for: id)
+            #expect(kept["title"] as? String == "hi" && kept.recordChangeTag == "t3")
+        }
+    }
+
+    @Test("a query answer's records are no whole versions: replacesWithWholeVersions leaves them merging")
+    func queryAnswersMerge() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let query = #"{"records":[{"recordName":"N1","recordType":"Note","fields":{"title":{"value":"hi","type":"STRING"}}}]}"#
+            let stored = Record(recordType: "Note", recordID: Record.ID(recordName: "N1"))
+            stored["title"] = "old"
+            stored["pinned"] = Int64(1)
+            _ = try await database.save(stored)
+            let (summary, reader) = try await Self.importing(Data(query.utf8), into: database, replacing: true)
+            #expect(summary.updated == 1 && !reader.holdsWholeVersions)
+            let record = try await database.record(for: Record.ID(recordName: "N1"))
+            #expect(record["title"] as? String == "hi" && record["pinned"] as? Int64 == 1)
+        }
+    }
+}
