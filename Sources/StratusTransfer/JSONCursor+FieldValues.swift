@@ -870,8 +870,9 @@ extension JSONCursor {
     /// The local path a `downloadURL` names: a `file:` URL's path or the text itself.
     static func localPath(_ text: String) -> String? {
         if text.isEmpty { return nil }
-        if text.hasPrefix("file:") {
-            guard let url = URL(string: text), url.isFileURL, !url.path.isEmpty else { return nil }
+        // A URL's scheme is case-insensitive (RFC 3986): FILE:/// is a file: URL too.
+        if text.utf8.count >= 5, text.prefix(5).lowercased() == "file:" {
+            guard let url = URL(string: "file:" + text.dropFirst(5)), url.isFileURL, !url.path.isEmpty else { return nil }
             return url.path
         }
         return text.contains("://") ? nil : text

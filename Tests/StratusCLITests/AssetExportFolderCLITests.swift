@@ -173,6 +173,10 @@ struct AssetExportFolderCLITests {
             let fetched = try await cli.run(["assets", "get", "b1", "data", "--output", store.path("b1.bin"), "--store", other])
             #expect(fetched.exitCode == 0, "\(fetched)")
             #expect(FileManager.default.contents(atPath: store.path("b1.bin")) == content)
+            // A URL's scheme in capitals names the same file (FILE:///…).
+            let shouting = exported.stdout.replacingOccurrences(of: "file://", with: "FILE://").replacingOccurrences(of: #""recordName":"b1""#, with: #""recordName":"b3""#)
+            let capitals = try await cli.run(["import", try cli.file("capitals.ndjson", shouting), "--store", other, "--assets-dir", folder])
+            #expect(capitals.exitCode == 0, "\(capitals)")
 
             // A file: URL outside the folder the user named is not opened, whatever it names.
             let elsewhere = line.replacingOccurrences(of: #""blob.bin""#, with: "\"file://\(store.path("src/blob.bin"))\"")

@@ -93,7 +93,7 @@ struct SchemaLexer {
         if (0x2018...0x201F).contains(scalar.value) { return "; names are quoted with straight double quotes (\")" }
         if [.spaceSeparator, .format, .lineSeparator, .paragraphSeparator].contains(scalar.properties.generalCategory) {
             // A no-break space or a zero-width character, usually copied from a web page.
-            return "; only ASCII spaces, tabs and line breaks separate words"
+            return "; only ASCII white space (space, tab, line feed, carriage return, vertical tab, form feed) separates words"
         }
         return ""
     }
