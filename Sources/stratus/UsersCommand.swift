@@ -246,9 +246,9 @@ struct UsersCommand: Command {
 
         case .add(let login, let recordName, let roles, let discovery):
             let container = try store.openContainer(.createIfMissing)
-            // By bytes, as the store keys logins: "josé" composed and decomposed are two logins.
             let users = try await container.users()
-            let existing = users.first { $0.login.utf8.elementsEqual(login.utf8) }
+            let existing = users.first { $0.hasLogin(login) }
+            // Equal as Swift strings (canonically), yet another login by its bytes.
             let lookalike = existing == nil ? users.first { $0.login == login } : nil
             let name = recordName ?? existing?.userRecordName ?? UserDirectoryEntry.derivedRecordName(containerIdentifier: container.identifier, login: login)
             let entry = UserDirectoryEntry(login: login, userRecordName: name, roles: Set(roles.map { SecurityRole($0) }),
@@ -265,7 +265,7 @@ struct UsersCommand: Command {
 
         case .edit(let login, let changes):
             let container = try store.openContainer(.existing)
-            guard let existing = try await container.users().first(where: { $0.login.utf8.elementsEqual(login.utf8) }) else {
+            guard let existing = try await container.users().first(where: { $0.hasLogin(login) }) else {
                 throw CommandFailure(.inputMissing, "\(login) has no entry in the user directory of \(store.storeOrigin); stratus users add \(login) makes one")
             }
             for (option, asked, had) in [("--remove-role", changes.removedRoles, existing.roles.map(\.name)),
@@ -285,10 +285,9 @@ struct UsersCommand: Command {
 
         case .remove(let logins):
             let container = try store.openContainer(.existing)
-            // By bytes, as the store keys logins.
-            let known = Set(try await container.users().map { Array($0.login.utf8) })
+            let known = try await container.users()
             try await Self.changingDirectory { try await container.removeUsers(logins: logins) }
-            let missing = logins.filter { !known.contains(Array($0.utf8)) }
+            let missing = logins.filter { login in !known.contains { $0.hasLogin(login) } }
             StratusCommand.log("removed \(logins.count - missing.count) of \(logins.count)" + (missing.isEmpty ? "" : "; not in the directory: \(missing.joined(separator: ", "))"))
             return .success
 

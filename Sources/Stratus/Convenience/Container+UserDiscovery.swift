@@ -89,7 +89,7 @@ extension Container {
         try Self.checkPermission(permission)
         return try await publicCloudDatabase.perform { engine, context in
             let me = try UserDiscovery.caller(in: context)
-            let entry = try engine.fetchUserDirectory(containerIdentifier: context.containerIdentifier, logins: [me.login]).first { $0.login == me.login }
+            let entry = try engine.fetchUserDirectory(containerIdentifier: context.containerIdentifier, logins: [me.login]).first { $0.hasLogin(me.login) }
             return entry?.isDiscoverable == true ? .granted : .initialState
         }
     }

@@ -45,7 +45,7 @@ extension Container {
         try UserDirectoryEntry.checkLogin(login)
         let identifier = self.identifier
         let existing = try await publicCloudDatabase.perform { engine, _ in
-            try engine.fetchUserDirectory(containerIdentifier: identifier, logins: [login]).first { $0.login == login }
+            try engine.fetchUserDirectory(containerIdentifier: identifier, logins: [login]).first { $0.hasLogin(login) }
         }
         var entry = existing ?? UserDirectoryEntry(login: login, userRecordName: UserDirectoryEntry.derivedRecordName(containerIdentifier: identifier, login: login))
         entry.roles = roles

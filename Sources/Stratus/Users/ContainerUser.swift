@@ -33,7 +33,7 @@ final class ContainerUser: Sendable {
         if let refusal { throw refusal }
         guard let login else { return nil }
         if let known = resolved.withLock({ $0 }) { return known }
-        let found = try engine.fetchUserDirectory(containerIdentifier: containerIdentifier, logins: [login]).first { $0.login == login }
+        let found = try engine.fetchUserDirectory(containerIdentifier: containerIdentifier, logins: [login]).first { $0.hasLogin(login) }
             ?? UserDirectoryEntry(login: login, userRecordName: UserDirectoryEntry.derivedRecordName(containerIdentifier: containerIdentifier, login: login))
         resolved.withLock { $0 = found }
         return found

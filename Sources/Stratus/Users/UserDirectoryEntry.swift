@@ -25,6 +25,16 @@ import Foundation
 public struct UserDirectoryEntry: Hashable, Sendable, Codable {
     /// The name a container is opened with (`userName:`, `$STRATUS_USER`, `--user`).
     public let login: String
+
+    /// Whether the entry is the one of `login`, compared by bytes as the store keys logins:
+    /// "josé" composed and "josé" decomposed, equal as Swift strings, are two users.
+    ///
+    /// ```swift
+    /// let mine = entries.first { $0.hasLogin("ada") }
+    /// ```
+    public func hasLogin(_ login: String) -> Bool {
+        self.login.utf8.elementsEqual(login.utf8)
+    }
     /// The user's record name, as creator and modifier fields, owners and ``Container/userRecordID()`` show it.
     public var userRecordName: String
     /// The custom roles the user holds; CloudKit's own roles (`_world`, `_icloud`, `_creator`)

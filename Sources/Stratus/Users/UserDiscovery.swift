@@ -61,8 +61,7 @@ enum UserDiscovery {
             }
         }
         let candidates = try engine.findUsers(containerIdentifier: context.containerIdentifier, addressKeys: addressKeys, userRecordNames: names)
-            // By bytes, as logins are keyed: a login composed otherwise is another user.
-            .filter { $0.isDiscoverable || $0.login.utf8.elementsEqual(me.login.utf8) }
+            .filter { $0.isDiscoverable || $0.hasLogin(me.login) }
         return keys.map { key in
             switch key {
             case .address(let address):
