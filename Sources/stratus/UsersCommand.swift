@@ -20,7 +20,8 @@ struct UsersCommand: Command {
         owner of records imported from CloudKit) and gives it custom security roles.
 
           list          one line per entry: LOGIN, a tab, the user record name, a tab and its
-                        roles (comma-separated); --json prints one object per line, with the
+                        roles (comma-separated; a role that is not a plain word in double
+                        quotes); --json prints one object per line, with the
                         email addresses, phone numbers, name and discoverability too.
           add           saves an entry, replacing the login's: its record name (--record-name, else
                         the one it has, else the derived one), its roles (each --role), email
@@ -175,6 +176,11 @@ struct UsersCommand: Command {
         for role in roles where role.isEmpty || role.hasPrefix("_") {
             throw UsageError(message: "\(option) '\(role)': a custom role is a name not starting with '_' (CloudKit's own roles apply by themselves)")
         }
+        // A role holds only what a schema's CREATE ROLE can name (a quoted name holds no '"' and
+        // no line break), so every role given here can be declared, and `list` can quote it.
+        for role in roles where role.unicodeScalars.contains(where: { $0 == "\"" || $0.properties.generalCategory == .control }) {
+            throw UsageError(message: "\(option) \(String(reflecting: role)): a role name holds no '\"' and no control character (a schema's CREATE ROLE could not declare it)")
+        }
         return roles
     }
 
@@ -238,7 +244,7 @@ struct UsersCommand: Command {
                     let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
                     out += String(decoding: data, as: UTF8.self) + "\n"
                 } else {
-                    out += "\(entry.login)\t\(entry.userRecordName)\t\(roles.joined(separator: ","))\n"
+                    out += "\(entry.login)\t\(entry.userRecordName)\t\(roles.map(Self.listed).joined(separator: ","))\n"
                 }
             }
             try StandardOutput.write(out)
@@ -304,6 +310,13 @@ struct UsersCommand: Command {
             }
             return .success
         }
+    }
+
+    /// A role as `list` writes it: bare when it is a plain word, else in double quotes as a
+    /// schema writes it, so a role named `a,b` is not read as the roles `a` and `b`.
+    static func listed(_ role: String) -> String {
+        let plain = role.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0.properties.numericType != nil || $0 == "_" || $0 == "-" || $0 == "." }
+        return plain ? role : "\"\(role)\""
     }
 
     /// An entry as `add` and `edit` report it: its record name, roles and discoverability.

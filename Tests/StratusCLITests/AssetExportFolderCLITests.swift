@@ -22,6 +22,16 @@ struct AssetExportFolderCLITests {
         return blobLine
     }
 
+    /// Exports the Blob records with their assets into the folder `out`; gives the export and
+    /// the path of the one content file it names.
+    static func exportBlob(_ cli: CLI, into out: String) async throws -> (export: String, file: String) {
+        let exported = try await cli.run(["export", "--type", "Blob", "--assets-dir", out, "--quiet"])
+        #expect(exported.exitCode == 0, "\(exported)")
+        let record = try #require(try JSONSerialization.jsonObject(with: Data(exported.stdout.utf8)) as? [String: Any])
+        let name = try #require(JSONLine.field(record, "data")?["value"] as? [String: Any])["downloadURL"] as? String
+        return (exported.stdout, out + "/" + (name ?? ""))
+    }
+
     @Test("a wrong file or a symbolic link under a content's name stops the export and is left as it is; a re-import from the folder stores the right bytes", arguments: TestEngine.all)
     func wrongFilesAreLeftAlone(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
@@ -31,11 +41,8 @@ struct AssetExportFolderCLITests {
             try await Self.importBlob(content, cli, store)
 
             let out = store.path("out")
-            let first = try await cli.run(["export", "--type", "Blob", "--assets-dir", out, "--quiet"])
-            #expect(first.exitCode == 0, "\(first)")
-            let record = try #require(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
-            let name = try #require(JSONLine.field(record, "data")?["value"] as? [String: Any])["downloadURL"] as? String
-            let file = out + "/" + (name ?? "")
+            let file = try await Self.exportBlob(cli, into: out).file
+            let name = (file as NSString).lastPathComponent
             #expect(FileManager.default.contents(atPath: file) == content)
 
             // The same size, one byte different near the end: not this export's file to replace.
@@ -44,7 +51,7 @@ struct AssetExportFolderCLITests {
             try wrong.write(to: URL(fileURLWithPath: file))
             let second = try await cli.run(["export", "--type", "Blob", "--assets-dir", out, "--quiet"])
             #expect(second.exitCode == 73, "\(second)")
-            #expect(second.stderr.contains(name ?? "?") && second.stderr.contains("other bytes"), "\(second.stderr)")
+            #expect(second.stderr.contains(name) && second.stderr.contains("other bytes"), "\(second.stderr)")
             #expect(FileManager.default.contents(atPath: file) == wrong, "the file is left as it was")
 
             // A symbolic link to a file outside: the link and its target are left alone.
@@ -61,7 +68,7 @@ struct AssetExportFolderCLITests {
             // Moved away, the content is written again; the temporary file a killed export
             // left (a process that is gone) is removed.
             try FileManager.default.removeItem(atPath: file)
-            _ = try store.writeFile("out/.\(name ?? "").4194303.1.partial", Data("half".utf8))
+            _ = try store.writeFile("out/.\(name).4194303.1.partial", Data("half".utf8))
             let again = try await cli.run(["export", "--type", "Blob", "--assets-dir", out, "--quiet"])
             #expect(again.exitCode == 0, "\(again)")
             #expect(FileManager.default.contents(atPath: file) == content)
@@ -75,7 +82,7 @@ struct AssetExportFolderCLITests {
             _ = lstat(file, &after)
             #expect(before.st_ino == after.st_ino)
             // No temporary file is left behind.
-            #expect(try FileManager.default.contentsOfDirectory(atPath: out) == [name ?? ""])
+            #expect(try FileManager.default.contentsOfDirectory(atPath: out) == [name])
 
             // Another store imports the export from the folder with the right bytes.
             let other = try await cli.newStore("other.sqlite")
@@ -94,11 +101,9 @@ struct AssetExportFolderCLITests {
             let content = patternBytes(count: 5_000, seed: 11)
             try await Self.importBlob(content, cli, store)
             let out = store.path("backup")
-            let exported = try await cli.run(["export", "--type", "Blob", "--assets-dir", out, "--quiet"])
-            #expect(exported.exitCode == 0, "\(exported)")
-            let backup = try cli.file("backup.ndjson", exported.stdout)
-            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: out).first)
-            let file = out + "/" + name
+            let (exported, file) = try await Self.exportBlob(cli, into: out)
+            let backup = try cli.file("backup.ndjson", exported)
+            let name = (file as NSString).lastPathComponent
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file)
 
             // The same size, other bytes (bit rot, an edit): into the store it came from.

@@ -56,6 +56,27 @@ struct UsersCLITests {
         }
     }
 
+    @Test("users list quotes a role that is not a plain word, so a role named a,b is not read as two; a role no schema could declare is refused", arguments: TestEngine.all)
+    func rolesListedUnambiguously(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let schema = try cli.file("roles.ckdb", "DEFINE SCHEMA\n    CREATE ROLE \"a,b\";\n    CREATE ROLE c;\n    CREATE ROLE \"test role\";\n")
+            #expect(try await cli.run(["schema", "import", schema]).exitCode == 0)
+            let added = try await cli.run(["users", "add", "carol", "--role", "a,b", "--role", "c", "--role", "test role"])
+            #expect(added.exitCode == 0 && !added.stderr.contains("note:"), "\(added)")
+            let carol = UserDirectoryEntry.derivedRecordName(containerIdentifier: "default", login: "carol")
+            let list = try await cli.run(["users", "list"])
+            #expect(list.stdoutLines == ["carol\t\(carol)\t\"a,b\",c,\"test role\""], "\(list)")
+            let json = try JSONLine.object(try await cli.run(["users", "list", "--json"]).stdout.trimmingCharacters(in: .newlines))
+            #expect(json["roles"] as? [String] == ["a,b", "c", "test role"])
+            for role in ["x\"y", "tab\there", "line\nbreak"] {
+                let refused = try await cli.run(["users", "add", "dave", "--role", role])
+                #expect(refused.exitCode == 64 && refused.stderr.contains("no control character"), "\(role): \(refused)")
+            }
+            #expect(try await cli.run(["users", "list"]).stdoutLines.count == 1, "a refused add saved nothing")
+        }
+    }
+
     @Test("two logins that differ only in how their characters are composed are two users: the second add says added, and notes the first", arguments: TestEngine.all)
     func loginsAreComparedByBytes(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
