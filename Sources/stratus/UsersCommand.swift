@@ -176,10 +176,10 @@ struct UsersCommand: Command {
         for role in roles where role.isEmpty || role.hasPrefix("_") {
             throw UsageError(message: "\(option) '\(role)': a custom role is a name not starting with '_' (CloudKit's own roles apply by themselves)")
         }
-        // A role holds only what a schema's CREATE ROLE can name (a quoted name holds no '"' and
-        // no line break), so every role given here can be declared, and `list` can quote it.
-        for role in roles where role.unicodeScalars.contains(where: { $0 == "\"" || $0.properties.generalCategory == .control }) {
-            throw UsageError(message: "\(option) \(String(reflecting: role)): a role name holds no '\"' and no control character (a schema's CREATE ROLE could not declare it)")
+        for role in roles {
+            // The directory's own rule (no '"', no control character: what a schema's CREATE ROLE
+            // can name), refused as a usage error before the store is opened.
+            do { try SecurityRole(role).validate() } catch { throw UsageError(message: "\(option) \(String(reflecting: role)): \(error.message)") }
         }
         return roles
     }
