@@ -7,6 +7,7 @@ extension ZoneConformance {
         TestCase("sync engine: two devices converge through sends and fetches, each change fetched once", syncEngineDevicesConverge),
         TestCase("sync engine: after a reset of the development environment its token expires, and the zones the reset removed are reported deleted", syncEngineSeesAResetsZonesGo),
         TestCase("sync engine: a listing from the beginning cancelled after its first page starts again, and still reports the zones gone", syncEngineRelistsAfterAnInterruption),
+        TestCase("sync engine: fetched records come oldest first, in the order they were saved; events describe themselves", syncEngineFetchesInCommitOrder),
     ]
 
     /// A device's copy of the Notes zone, kept by a ``SyncEngineDelegate`` as an app keeps it.
@@ -15,6 +16,10 @@ extension ZoneConformance {
         var systemFields: [String: Record] = [:]
         var fetchedModifications = 0
         var fetchedDeletions = 0
+        /// The names of the records fetched, in the order the events gave them.
+        var fetchedNames: [String] = []
+        /// How each event and its context described itself.
+        var eventDescriptions: [String] = []
         var deletedZones: [RecordZone.ID] = []
         var stateSerialization: SyncEngine.State.Serialization?
 
@@ -23,6 +28,11 @@ extension ZoneConformance {
         }
 
         func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {
+            switch event {
+            case .willFetchChanges(let will): eventDescriptions.append("\(will) \(will.context.reason.description)")
+            case .fetchedRecordZoneChanges(let changes): eventDescriptions.append(changes.description)
+            default: break
+            }
             switch event {
             case .stateUpdate(let update):
                 stateSerialization = update.stateSerialization
@@ -41,6 +51,8 @@ extension ZoneConformance {
                     titles[deletion.recordID.recordName] = nil
                     systemFields[deletion.recordID.recordName] = nil
                 }
+                fetchedNames += changes.modifications.map(\.record.recordID.recordName)
+                #expect(Set(changes.modifications).count == changes.modifications.count, "a record once in a batch")
                 fetchedModifications += changes.modifications.count
                 fetchedDeletions += changes.deletions.count
             case .sentRecordZoneChanges(let sent):
@@ -105,6 +117,29 @@ extension ZoneConformance {
         let stored = try await env.container().privateCloudDatabase.records(matching: Query(recordType: "Note", predicate: QueryPredicate(value: true)), inZoneWith: notes)
         let storedTitles = Dictionary(uniqueKeysWithValues: try stored.matchResults.map { ($0.0.recordName, try $0.1.get()["title"] as? String ?? "") })
         #expect(storedTitles == expected)
+    }
+
+    static func syncEngineFetchesInCommitOrder(_ env: Environment) async throws {
+        func engine(_ replica: NotesReplica) -> SyncEngine {
+            var configuration = SyncEngine.Configuration(database: env.container().privateCloudDatabase, stateSerialization: nil, delegate: replica)
+            configuration.automaticallySync = false
+            return SyncEngine(configuration)
+        }
+        let phone = NotesReplica(), laptop = NotesReplica()
+        let phoneEngine = engine(phone), laptopEngine = engine(laptop)
+        phoneEngine.state.add(pendingDatabaseChanges: [.saveZone(RecordZone(zoneID: notes))])
+        // Saved one by one in an order that neither names nor hashes give.
+        let order = ["n07", "n02", "n11", "n00", "n09", "n04", "n10", "n01", "n08", "n03", "n06", "n05"]
+        for name in order {
+            await phone.edit(name, title: "note \(name)")
+            phoneEngine.state.add(pendingRecordZoneChanges: [.saveRecord(Record.ID(recordName: name, zoneID: notes))])
+            try await phoneEngine.sendChanges()
+        }
+        try await laptopEngine.fetchChanges()
+        #expect(await laptop.fetchedNames == order)
+        let descriptions = await laptop.eventDescriptions
+        #expect(descriptions.contains("WillFetchChanges(FetchChangesContext(reason: manual, options: FetchChangesOptions(scope: all))) manual"), "\(descriptions)")
+        #expect(descriptions.contains("FetchedRecordZoneChanges(12 modification(s), 0 deletion(s))"), "\(descriptions)")
     }
 
     static func syncEngineSeesAResetsZonesGo(_ env: Environment) async throws {

@@ -129,9 +129,14 @@ extension Database {
         /// ```swift
         /// for (_, result) in changes.modificationResultsByID { upsert(try result.get().record) }
         /// ```
-        public struct Modification: Sendable {
+        public struct Modification: Hashable, Sendable {
             /// The record as it is now, with its change tag.
             public let record: Record
+
+            /// The same record object (records compare as objects, as `CKRecord`s do).
+            public static func == (lhs: Modification, rhs: Modification) -> Bool { lhs.record == rhs.record }
+
+            public func hash(into hasher: inout Hasher) { hasher.combine(record) }
         }
         /// A record deleted since the token.
         public struct Deletion: Hashable, Sendable {

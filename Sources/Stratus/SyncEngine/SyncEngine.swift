@@ -321,10 +321,19 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             do {
                 try checkNotCancelled(since: generation)
                 let token = state.stored.withLock { $0.token(for: zoneID) }
-                let batch = try await requests.recordZoneChanges(inZoneWith: zoneID, since: token)
-                let modifications = batch.modificationResultsByID.values.compactMap { try? $0.get() }
-                if !modifications.isEmpty || !batch.deletions.isEmpty {
-                    await emit(.fetchedRecordZoneChanges(Event.FetchedRecordZoneChanges(modifications: modifications, deletions: batch.deletions)))
+                let batch = try await requests.zoneChangeBatch(inZoneWith: zoneID, since: token, desiredKeys: nil, resultsLimit: nil)
+                // In commit order, oldest first, as CloudKit's engine typically delivers them
+                // (a dictionary by record ID would shuffle them).
+                var modifications: [Database.RecordZoneChange.Modification] = []
+                var deletions: [Database.RecordZoneChange.Deletion] = []
+                for change in batch.changes {
+                    switch change {
+                    case .changed(let record): modifications.append(Database.RecordZoneChange.Modification(record: record))
+                    case .deleted(let id, let type): deletions.append(Database.RecordZoneChange.Deletion(recordID: id, recordType: type))
+                    }
+                }
+                if !modifications.isEmpty || !deletions.isEmpty {
+                    await emit(.fetchedRecordZoneChanges(Event.FetchedRecordZoneChanges(modifications: modifications, deletions: deletions)))
                 }
                 state.stored.withLock { stored in
                     stored.setToken(batch.changeToken, for: zoneID)
