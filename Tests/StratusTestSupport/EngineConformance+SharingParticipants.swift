@@ -19,6 +19,7 @@ extension EngineConformance {
         TestCase("a share copied into another store keeps its URL and participants there: the invitee opens it and, once accepted, reaches the shared records", copiedShareIsReachable),
         TestCase("a read-write participant may not delete the share's root, nor save with system fields of their choosing; an atomic request with a refused item writes nothing and labels the rest batchRequestFailed", participantLimits),
         TestCase("a share restored without a URL token gets one, as a new share does, and is indexed: its participants open its URL and reach it once accepted", restoredShareWithoutToken),
+        TestCase("a participant's sync engine on the shared database reports and fetches a shared zone only when it has changes the engine has not fetched", sharedSyncEngineFetchesOnlyNewChanges),
         TestCase("acceptance is the participant's own: an owner's save or restoring save of a share whose JSON says participants accepted keeps what the store holds (pending for one it did not name) and changes nothing else of the entries (CloudKit's orgUser), and a copy of the whole store keeps what participants gave", acceptanceIsTheParticipants),
     ]
 
@@ -56,6 +57,56 @@ extension EngineConformance {
         let saved = try #require(try saves[share.recordID]?.get() as? Share)
         let owner = try await alice.userRecordID().recordName
         return (database, saved, RecordZone.ID(zoneName: "Lists", ownerName: owner))
+    }
+
+    /// A delegate that keeps what each fetch told it.
+    final actor FetchLog: SyncEngineDelegate {
+        var events: [String] = []
+        var fetchedNames: [String] = []
+
+        func clear() { events = []; fetchedNames = [] }
+
+        func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {
+            if case .stateUpdate = event { return }
+            events.append(event.description)
+            if case .fetchedRecordZoneChanges(let changes) = event { fetchedNames += changes.modifications.map(\.record.recordID.recordName) }
+        }
+
+        func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? { nil }
+    }
+
+    private static func sharedSyncEngineFetchesOnlyNewChanges(_ env: Environment) async throws {
+        let (alice, share, zoneID) = try await sharedList(env, bob: .readOnly)
+        let bob = env.container(user: "bob")
+        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let log = FetchLog()
+        var configuration = SyncEngine.Configuration(database: bob.sharedCloudDatabase, stateSerialization: nil, delegate: log)
+        configuration.automaticallySync = false
+        let engine = SyncEngine(configuration)
+
+        try await engine.fetchChanges()
+        let first = await log.fetchedNames
+        #expect(Set(first).isSuperset(of: ["groceries", "milk", "bread"]) && !first.contains("diary"), "\(first)")
+
+        // Nothing changed: CloudKit's engine reports no zone and fetches none.
+        await log.clear()
+        try await engine.fetchChanges()
+        let idle = await log.events
+        #expect(idle.first == "willFetchChanges" && idle.last == "didFetchChanges", "\(idle)")
+        #expect(!idle.contains { $0.hasPrefix("fetchedDatabaseChanges") || $0.hasPrefix("willFetchRecordZoneChanges") }, "\(idle)")
+
+        // The owner changes a shared record, and one outside the share: the first comes, alone.
+        let ownZone = RecordZone.ID(zoneName: "Lists")
+        for name in ["milk", "diary"] {
+            let record = try await alice.record(for: Record.ID(recordName: name, zoneID: ownZone))
+            record["title"] = "Changed \(name)"
+            _ = try await alice.save(record)
+        }
+        await log.clear()
+        try await engine.fetchChanges()
+        let changed = await log.events
+        #expect(changed.contains("fetchedDatabaseChanges(1 modification(s), 0 deletion(s))") && changed.contains("willFetchRecordZoneChanges(\(zoneID.zoneName))"), "\(changed)")
+        #expect(await log.fetchedNames == ["milk"])
     }
 
     private static func participantLimits(_ env: Environment) async throws {

@@ -268,8 +268,13 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
             let whole = !changes.moreComing
             // CloudKit's default zone keeps no change history, so its engine never fetches it: a
             // delegate written for custom zones would take records other code keeps there for its own.
-            let modifications = changes.modifications.filter { !$0.zoneID.isDefault }
+            var modifications = changes.modifications.filter { !$0.zoneID.isDefault }
             if listing { listed.formUnion(modifications.map(\.zoneID)) }
+            if database.databaseScope == .shared {
+                var changed: [Database.DatabaseChange.Modification] = []
+                for modification in modifications where await hasNewChanges(in: modification.zoneID, requests) { changed.append(modification) }
+                modifications = changed
+            }
             state.stored.withLock { stored in
                 for deletion in changes.deletions {
                     stored.zoneIDsWithUnfetchedServerChanges.removeAll { $0 == deletion.zoneID }
@@ -729,14 +734,38 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         schedule.withLock { $0.pollTask = task }
     }
 
+    /// Whether a zone the engine has fetched before has changes past its token, by a quiet
+    /// look at its first change. The shared database lists every zone a participant reaches
+    /// as changed at every look (see the README's sharing section); without this look the
+    /// engine would report each of them, and fetch them all, at every fetch and every poll,
+    /// where CloudKit's engine reports only zones with new changes.
+    private func hasNewChanges(in zoneID: RecordZone.ID, _ requests: Database) async -> Bool {
+        guard let token = state.stored.withLock({ $0.token(for: zoneID) }) else { return true }
+        do {
+            let first = try await requests.zoneChangeBatch(inZoneWith: zoneID, since: token, desiredKeys: [], resultsLimit: 1)
+            return !first.changes.isEmpty || !first.failures.isEmpty || first.moreComing
+        } catch {
+            // A zone gone or a token expired: the fetch finds out and reports it.
+            return true
+        }
+    }
+
     /// Whether a fetch would find something: a quiet look at the database's changes, which
     /// delivers nothing and keeps the state as it is.
     private func hasUnfetchedChanges() async -> Bool {
         let (token, waiting) = state.stored.withLock { ($0.databaseToken, !$0.zoneIDsWithUnfetchedServerChanges.isEmpty) }
         if waiting || token == nil { return true }
         do {
-            let changes = try await database.databaseChanges(since: token, resultsLimit: 1)
-            return !changes.modifications.isEmpty || !changes.deletions.isEmpty
+            guard database.databaseScope == .shared else {
+                let changes = try await database.databaseChanges(since: token, resultsLimit: 1)
+                return !changes.modifications.isEmpty || !changes.deletions.isEmpty
+            }
+            let changes = try await database.databaseChanges(since: token)
+            if !changes.deletions.isEmpty { return true }
+            for modification in changes.modifications where !modification.zoneID.isDefault {
+                if await hasNewChanges(in: modification.zoneID, database) { return true }
+            }
+            return changes.moreComing
         } catch let error as StratusError where Self.transientCodes.contains(error.code) {
             return false
         } catch {
