@@ -89,6 +89,9 @@ extension QueryPredicate {
             self = .all
         } else if predicate.isEqual(NSPredicate(value: false)) {
             self = .none
+        } else if let parsed = FormatPredicates.parsed(askingBlockOf: predicate) {
+            // A copy of an `NSPredicate(format:)`: another object with the same block.
+            self = parsed
         } else {
             preconditionFailure("\(call) takes predicates made by NSPredicate(format:) or NSPredicate(value:); CloudKit refuses block predicates")
         }
@@ -134,6 +137,10 @@ extension NSPredicate {
             preconditionFailure("NSPredicate(format:): \(error)")
         }
         self.init { object, _ in
+            if let question = object as? FormatPredicates.Question {
+                question.parsed = parsed
+                return false
+            }
             guard let record = object as? Record else {
                 preconditionFailure("NSPredicate(format: \"\(predicateFormat)\").evaluate(with:) reads CKRecords only; Linux's Foundation has no key-value coding")
             }
@@ -168,6 +175,22 @@ private enum FormatPredicates {
             }
             table.byObject[ObjectIdentifier(predicate)] = Entry(predicate: predicate, parsed: parsed)
         }
+    }
+
+    /// Handed to a predicate's block to ask what it stands for: the block of an
+    /// `NSPredicate(format:)` answers with what it parsed. Linux's `copy()` of a block predicate
+    /// is a new object with the same block (wrappers that make a predicate `Sendable` copy it),
+    /// which the table does not know but the block still answers for.
+    final class Question: @unchecked Sendable {
+        var parsed: QueryPredicate?
+    }
+
+    /// What a predicate the table does not know stands for, asked of its block; `nil` for a
+    /// block that is not an `NSPredicate(format:)`'s (CloudKit refuses block predicates).
+    static func parsed(askingBlockOf predicate: NSPredicate) -> QueryPredicate? {
+        let question = Question()
+        _ = predicate.evaluate(with: question)
+        return question.parsed
     }
 
     static func parsed(for predicate: NSPredicate) -> QueryPredicate? {

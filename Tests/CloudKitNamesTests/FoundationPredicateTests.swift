@@ -36,6 +36,37 @@ import Testing
         }
     }
 
+    /// What Swift 6 code wraps a predicate in to send it across tasks (found in public code):
+    /// its value is a copy.
+    private struct SendablePredicate: @unchecked Sendable {
+        private let predicate: NSPredicate
+        init(_ predicate: NSPredicate) { self.predicate = predicate }
+        var value: NSPredicate { predicate.copy() as! NSPredicate }
+    }
+
+    @Test func copiesOfFormatPredicatesQueryAsTheOriginals() async throws {
+        try await TemporaryStore.with { store in
+            let database = try CKContainer(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "ada").privateCloudDatabase
+            try await savedNotes(["Milk", "Bread", "Butter"], in: database)
+            func titles(_ predicate: NSPredicate) async throws -> [String] {
+                let query = CKQuery(recordType: "Note", predicate: predicate)
+                query.sortDescriptors = [NSSortDescriptor(key: "title", ascending: true)]
+                let (results, _) = try await database.records(matching: query)
+                return try results.map { try $0.1.get()["title"] as? String ?? "" }
+            }
+            let startsWithB = NSPredicate(format: "title BEGINSWITH %@", "B")
+            #expect(try await titles(SendablePredicate(startsWithB).value) == ["Bread", "Butter"])
+            let copies = NSCompoundPredicate(andPredicateWithSubpredicates: [startsWithB.copy() as! NSPredicate, SendablePredicate(NSPredicate(format: "title != %@", "Bread")).value])
+            #expect(try await titles(copies) == ["Butter"])
+            let copy = startsWithB.copy() as! NSPredicate
+            let butter = CKRecord(recordType: "Note")
+            butter["title"] = "Butter"
+            #expect(copy.evaluate(with: butter))
+            let subscription = CKQuerySubscription(recordType: "Note", predicate: SendablePredicate(startsWithB).value, subscriptionID: "b")
+            #expect(subscription.predicate == (try QueryPredicate(format: "title BEGINSWITH %@", "B")))
+        }
+    }
+
     @Test func queriesTakeFormatPredicates() async throws {
         try await TemporaryStore.with { store in
             let database = try CKContainer(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "ada").privateCloudDatabase
