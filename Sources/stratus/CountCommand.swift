@@ -30,6 +30,7 @@ struct CountCommand: Command {
         // error, where reading the records finds the damage (exit 70, not a short count).
         var count = 0
         for try await _ in database.allRecords(matching: query, inZoneWith: store.searchedZoneID, desiredKeys: [], pageSize: 1_000) { count += 1 }
+        WhereClause.sayFieldNotes(nothingMatched: count == 0)
         if json {
             var object: [String: Any] = ["recordType": query.recordType, "database": "\(store.scope)", "count": count]
             if store.allZones { object["allZones"] = true } else { object["zone"] = store.zoneID.zoneName }

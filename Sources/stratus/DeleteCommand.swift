@@ -179,6 +179,7 @@ struct DeleteCommand: Command {
                 missing = ids.count - count
                 Self.noteBlanks(found.compactMap { id, result in (try? result.get()) == nil && Self.hasBlanksAround(id.recordName) ? id.recordName : nil }.sorted())
             }
+            WhereClause.sayFieldNotes(nothingMatched: count == 0)
             let notFound = missing > 0 ? "; \(Progress.grouped(missing)) not found" : ""
             progress.finish("dry run: would delete \(StoreReport.counted(count, "record")) (and what references them with .deleteSelf)\(notFound)", json: ["wouldDelete": count, "notFound": missing])
             return .success
@@ -227,6 +228,7 @@ struct DeleteCommand: Command {
         if resuming, let checkpointPath { Interruption.logResuming(from: checkpointPath) }
         Interruption.install { deleter.cancel() }
         func finish(_ summary: RecordDeleter.Summary, stopped: Bool = false) {
+            WhereClause.sayFieldNotes(nothingMatched: summary.matched == 0)
             progress.finish(
                 // A matched record not found when its batch came was deleted since: by a
                 // .deleteSelf cascade of an earlier batch of this run, or by another writer.

@@ -145,6 +145,7 @@ struct ExportCommand: Command {
             output.abandon()
             throw error
         }
+        WhereClause.sayFieldNotes(nothingMatched: summary.exported == 0)
         progress.finish("exported \(Progress.grouped(summary.exported)) record\(summary.exported == 1 ? "" : "s")", json: ["exported": summary.exported])
         return .success
     }

@@ -165,6 +165,7 @@ struct QueryCommand: Command {
                 }
             }
         }
+        WhereClause.sayFieldNotes(nothingMatched: records.isEmpty && continued == nil)
         let sink = DataRefusingSink(writer)
         for record in records { try sink.write(record) }
         let marker = page.queryCursor?.serialized

@@ -63,6 +63,8 @@ struct StratusCommand {
             printAndExit(Help.text(for: command))
         }
         let code = await run(command, rest)
+        // A command that ended before it knew whether its query matched says them now.
+        WhereClause.sayFieldNotes(nothingMatched: true)
         Interruption.yieldToForcedExit()
         if ![ExitCode.interrupted, .terminated, .hungUp].contains(code) {
             // The command ran to its end, so its work on its stores is over: they close here,

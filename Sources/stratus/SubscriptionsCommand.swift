@@ -129,6 +129,8 @@ struct SubscriptionsCommand: Command {
                 // as query, count, export, update and delete read them: a condition typed
                 // otherwise would never hold, and the subscription would never fire.
                 let typed = try await WhereClause.typed(query.predicate, recordType: recordType, in: container)
+                // A subscription matches later saves: a field no save declared yet is noted now.
+                WhereClause.sayFieldNotes(nothingMatched: true)
                 let made = QuerySubscription(recordType: recordType, predicate: typed, subscriptionID: query.subscriptionID,
                                              options: query.querySubscriptionOptions)
                 made.zoneID = query.zoneID

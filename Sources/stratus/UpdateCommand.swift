@@ -134,6 +134,7 @@ struct UpdateCommand: Command {
         }
         try failures.close()
         // Before the summary, which stays the last line.
+        WhereClause.sayFieldNotes(nothingMatched: summary.matched == 0)
         if summary.end == .cancelled { Interruption.logStopped("update", done: "updated", checkpointPath: checkpointPath) }
         progress.finish(line(summary), json: json(summary))
         switch summary.end {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Stratus
 import StratusTransfer
 
@@ -172,7 +173,8 @@ enum WhereClause {
             // A sort by a field no record has still answers every record, in name order; scripts
             // take the first line of stderr for the cursor, so that note is advice, as the
             // index advice is: on a terminal, or with STRATUS_ADVICE=always.
-            noteUndeclaredFields(fieldNames(of: predicate) + (QueryCommand.givesAdvice ? sorts.map(\.key) : []), of: typeSchema)
+            noteUndeclaredFields(fieldNames(of: predicate), of: typeSchema, untilKnownWhetherAnyMatched: true)
+            if QueryCommand.givesAdvice { noteUndeclaredFields(sorts.map(\.key), of: typeSchema, untilKnownWhetherAnyMatched: false) }
         }
         guard predicate != .all && predicate != .none else { return predicate }
         return try typed(predicate, by: typeSchema)
@@ -183,13 +185,40 @@ enum WhereClause {
     /// import dropped may hold it), and a sort by one orders by record name alone: a mistyped
     /// name (`ratng`) gets a note on stderr rather than passing for an empty answer or the
     /// order asked for unseen. (Production refuses such a query, as CloudKit does.)
-    private static func noteUndeclaredFields(_ names: [String], of schema: RecordTypeSchema) {
-        var noted: Set<String> = []
-        for name in names where schema.field(name) == nil && noted.insert(name).inserted {
+    ///
+    /// Records kept from a dropped field can match, so a `--where` field's note waits for the command to know:
+    /// ``sayFieldNotes(nothingMatched:)`` says it only when nothing matched (a script that found
+    /// records reads no note), in one line however many fields it names.
+    private static func noteUndeclaredFields(_ names: [String], of schema: RecordTypeSchema, untilKnownWhetherAnyMatched deferred: Bool) {
+        var undeclared: [String] = []
+        for name in names where schema.field(name) == nil && !undeclared.contains(name) {
             guard case .field = QueryKey(name) else { continue }
-            let declared = schema.fields.map(\.name).filter { !$0.hasPrefix("___") }.sorted()
-            StratusCommand.log("note: \(schema.recordType) has no field '\(name)' in the development schema, which declares every field a save stores; a misspelt name? (the type's fields: \(declared.isEmpty ? "none" : declared.joined(separator: ", ")))")
+            undeclared.append(name)
         }
+        guard !undeclared.isEmpty else { return }
+        let declared = schema.fields.map(\.name).filter { !$0.hasPrefix("___") }.sorted()
+        let named = listed(undeclared.map { "'\($0)'" })
+        let note = "note: \(schema.recordType) has no field\(undeclared.count == 1 ? "" : "s") \(named) in the development schema, which declares every field a save stores; a misspelt name? (the type's fields: \(declared.isEmpty ? "none" : listed(declared)))"
+        if deferred { pendingFieldNotes.withLock { $0.append(note) } } else { StratusCommand.log(note) }
+    }
+
+    /// At most 20 names, then how many more: a predicate of 500 conditions, or a type of 1,000
+    /// fields, makes one readable line.
+    private static func listed(_ names: [String]) -> String {
+        names.count <= 20 ? names.joined(separator: ", ") : names.prefix(20).joined(separator: ", ") + " and \(names.count - 20) more"
+    }
+
+    private static let pendingFieldNotes = Mutex<[String]>([])
+
+    /// Says the notes on `--where` fields the schema does not declare when the command's query
+    /// matched nothing (else drops them), before the command's summary line.
+    static func sayFieldNotes(nothingMatched: Bool) {
+        let notes = pendingFieldNotes.withLock { notes in
+            defer { notes = [] }
+            return notes
+        }
+        guard nothingMatched else { return }
+        for note in notes { StratusCommand.log(note) }
     }
 
     /// The fields `predicate` compares, in the order it names them.

@@ -50,10 +50,37 @@ struct QueryCLITests {
             #expect(misspelt.exitCode == 0 && misspelt.stdout.isEmpty, "\(misspelt)")
             #expect(misspelt.stderr.contains("note: Task has no field 'tilte' in the development schema, which declares every field a save stores; a misspelt name? (the type's fields: due, title)"),
                     "a misspelt field is an empty answer, said so: \(misspelt)")
+            let twoMisspelt = try await cli.run(["count", "--type", "Task", "--where", "tilte == 'early' AND deu > 0"])
+            #expect(twoMisspelt.stderrLines == ["stratus: note: Task has fields 'tilte', 'deu' in the development schema, which declares every field a save stores; a misspelt name? (the type's fields: due, title)"]
+                        .map { $0.replacingOccurrences(of: "has fields", with: "has no fields") }, "one note names them all: \(twoMisspelt)")
             let rightly = try await cli.run(["count", "--type", "Task", "--where", "title == 'early' AND recordName != 'x'"])
             #expect(rightly.exitCode == 0 && !rightly.stderr.contains("note:"), "declared fields and system keys get no note: \(rightly)")
             let refused = try await cli.run(["count", "--type", "Task", "--where", "due < 'next week'"])
             #expect(refused.exitCode == 64 && refused.stderr.contains("due is a date, and 'next week' is neither milliseconds since 1970"), "\(refused)")
+        }
+    }
+
+    @Test("a --where field the schema dropped that records still hold: a query, count, export, update or delete that matched them says nothing on stderr; one that matched nothing notes the field", arguments: TestEngine.all)
+    func droppedFieldsAreNotedOnlyWhenNothingMatched(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import", try cli.file("x.ndjson", #"{"recordName":"x1","recordType":"X","fields":{"v":{"value":5,"type":"INT64"},"w":{"value":1,"type":"INT64"}}}"# + "\n"), "--quiet"]).exitCode == 0)
+            #expect(try await cli.run(["schema", "import", try cli.file("x.ckdb", "DEFINE SCHEMA\n    RECORD TYPE X (\n        w INT64,\n        GRANT WRITE TO \"_creator\",\n        GRANT CREATE TO \"_icloud\",\n        GRANT READ TO \"_world\"\n    );\n")]).exitCode == 0)
+            let found = try await cli.run(["query", "--type", "X", "--where", "v > 0", "--quiet", "--format", "envelope"])
+            #expect(found.exitCode == 0 && found.stdout.contains("x1") && found.stderr.isEmpty, "\(found)")
+            let counted = try await cli.run(["count", "--type", "X", "--where", "v > 0"])
+            #expect(counted.stdout == "1\n" && counted.stderr.isEmpty, "\(counted)")
+            let exported = try await cli.run(["export", "--type", "X", "--where", "v > 0", "--quiet"])
+            #expect(exported.exitCode == 0 && exported.stderr.isEmpty, "\(exported)")
+            let updated = try await cli.run(["update", "--type", "X", "--where", "v > 0", "--set", "w=2", "--quiet"])
+            #expect(updated.exitCode == 0 && updated.stderr.isEmpty, "\(updated)")
+            let none = try await cli.run(["count", "--type", "X", "--where", "v > 100"])
+            #expect(none.stdout == "0\n" && none.stderr.contains("note: X has no field 'v' in the development schema"), "\(none)")
+            let noneDeleted = try await cli.run(["delete", "--type", "X", "--where", "v > 100", "--yes"])
+            #expect(noneDeleted.exitCode == 0 && noneDeleted.stderrLines.count == 2 && noneDeleted.stderrLines.first?.contains("has no field 'v'") == true
+                        && noneDeleted.stderrLines.last?.hasPrefix("deleted 0") == true, "the note comes before the summary: \(noneDeleted)")
+            let deleted = try await cli.run(["delete", "--type", "X", "--where", "v > 0", "--yes"])
+            #expect(deleted.exitCode == 0 && !deleted.stderr.contains("note:"), "\(deleted)")
         }
     }
 
