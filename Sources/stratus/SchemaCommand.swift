@@ -248,13 +248,19 @@ struct SchemaCommand: Command {
     /// ``SchemaReader/maximumFileSize`` bytes are read: a device such as `/dev/zero`, or a FIFO
     /// that never ends, would otherwise be read until memory runs out.
     ///
-    /// - Throws: ``CommandFailure`` `inputMissing` saying what is wrong with the file,
-    ///   `dataError` when it is larger than the limit.
+    /// - Throws: ``CommandFailure`` `permissionDenied` for a file the user may not read,
+    ///   `inputMissing` saying what else is wrong with the file, `dataError` when it is larger
+    ///   than the limit.
     static func readFile(_ path: String) throws -> Data {
         let limit = SchemaReader().maximumFileSize
         // `-` is standard input, as for `stratus import`; a duplicate is closed like a file.
         let descriptor = path == "-" ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw CommandFailure.system(.inputMissing, "cannot read the schema file \(shown(path))") }
+        guard descriptor >= 0 else {
+            let reason = errno
+            // 77 for a file the user may not read, as for every other file a command reads.
+            let code: ExitCode = reason == EACCES || reason == EPERM ? .permissionDenied : .inputMissing
+            throw CommandFailure(code, "cannot read the schema file \(shown(path)): \(String(cString: strerror(reason)))")
+        }
         defer { close(descriptor) }
         var info = stat()
         if fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {

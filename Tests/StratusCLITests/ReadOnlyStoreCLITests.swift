@@ -117,6 +117,25 @@ struct ReadOnlyStoreCLITests {
     }
 
     // SQLite only: file modes; the PostgreSQL counterpart is dryRunAsReadingRole.
+    @Test("a schema file the user may not read: schema validate, import and diff exit 77 as for every other file a command reads, not 66 'missing'")
+    func unreadableSchemaFile() async throws {
+        try Self.requireOtherUser()
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            chmod(store.directory.path, 0o755)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2)).exitCode == 0)
+            for file in [cli.storePath, cli.storePath + "-wal", cli.storePath + "-shm"] { chmod(file, 0o666) }
+            let schema = try cli.file("closed.ckdb", "DEFINE SCHEMA\n    RECORD TYPE Note (\n        title STRING\n    );\n")
+            chmod(schema, 0o600)
+            for verb in ["validate", "import", "diff"] {
+                let refused = try await Self.asNobody(cli, ["schema", verb, schema], store: cli.storePath)
+                #expect(refused.exitCode == 77 && refused.stderr.contains("cannot read the schema file") && refused.stderr.contains("Permission denied"), "\(verb): \(refused)")
+            }
+            let missing = try await cli.run(["schema", "validate", store.path("nowhere.ckdb")])
+            #expect(missing.exitCode == 66, "\(missing)")
+        }
+    }
+
     @Test("import --dry-run on a store the user may not write fails with 77 as the real run does, instead of calling the input valid")
     func dryRunOnReadOnlyStore() async throws {
         try Self.requireOtherUser()
