@@ -93,6 +93,15 @@ struct RecordEncoding: RecordBatchEncoder {
 
     // MARK: - CSV
 
+    /// The first whole number of an INT64 value (or list) that no double holds exactly.
+    private static func wholeNumberNoDoubleHolds(_ value: FieldValue) -> Int64? {
+        switch value {
+        case .int64(let number): Double(exactly: number) == nil ? number : nil
+        case .int64List(let numbers): numbers.first { Double(exactly: $0) == nil }
+        default: nil
+        }
+    }
+
     private func appendCSVRow(_ record: Record, to out: inout ByteOutput, cell: inout ByteOutput) throws {
         guard let columns = csvColumns else { preconditionFailure("CSV columns are settled before the first row") }
         let (_, values, encrypted, _, extras) = record.contents
@@ -124,6 +133,10 @@ struct RecordEncoding: RecordBatchEncoder {
                 // its reader takes "3": written as they are, exactly.
                 if let type, value.type != type, !(value.type == .int64 && type == .double), !(value.type == .int64List && type == .doubleList) {
                     throw fail("field '\(key)' is \(value.type.rawValue), but its CSV column is \(type.rawValue)")
+                }
+                if type == .double || type == .doubleList, let inexact = Self.wholeNumberNoDoubleHolds(value) {
+                    // Read back, the cell would be refused (or another number): not a file to write.
+                    throw fail("field '\(key)' holds the whole number \(inexact), which its \(type!.rawValue) column cannot hold exactly (a double has 53 bits); give the column the type \(value.type.rawValue) (--fields \(key):\(value.type.rawValue))")
                 }
                 if encrypted.contains(key) != columnEncrypted {
                     let hint = columnEncrypted ? "" : "; give the column the type \(value.type.name(encrypted: true)) (csvEncryptedFields, --fields \(key):\(value.type.name(encrypted: true)))"

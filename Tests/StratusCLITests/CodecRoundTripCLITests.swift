@@ -265,6 +265,14 @@ struct CodecRoundTripCLITests {
             #expect(moved.exitCode == 0, "\(moved)")
             let value = try await cli.run(["count", "--type", "Reading", "--where", "value == 2", "--store", other])
             #expect(value.exitCode == 0 && value.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(value)")
+
+            // A whole number no double holds exactly would be read back as another number, or
+            // refused: the export stops there instead of writing a file that does not come back.
+            let latest = try await database.record(for: saved.recordID)
+            latest["value"] = Int64(9_007_199_254_740_993)
+            _ = try await database.save(latest)
+            let inexact = try await cli.run(["export", "--type", "Reading", "--format", "csv", "--fields", "value", "--quiet"])
+            #expect(inexact.exitCode == 65 && inexact.stderr.contains("record 'swift': field 'value' holds the whole number 9007199254740993, which its DOUBLE column cannot hold exactly"), "\(inexact)")
         }
     }
 
