@@ -11,8 +11,9 @@ import StratusTransfer
 ///   compared with a date matched nothing, silently;
 /// - **names**: a record type or field the development schema lacks gets a note on stderr, and
 ///   a record type production lacks is a usage error (64), as a missing index is;
-/// - **kinds**: a string compared with a field the schema declares INT64 or DOUBLE, or a number
-///   with a STRING field, is a usage error (64): it would match no record, silently.
+/// - **kinds**: a string compared with a field the schema declares INT64 or DOUBLE, a number
+///   with a STRING field, or a date, reference, location or bytes with either, is a usage error
+///   (64): it would match no record, silently.
 ///
 /// ```swift
 /// let typed = try WhereClause.typed(try QueryPredicate(format: "due < 1735689600000"), by: schema)
@@ -143,6 +144,15 @@ enum WhereClause {
                 default: "\(value)"
                 }
                 throw UsageError(message: "--where: \(name) is \(type) in the schema, and \(number) is a number, which no \(type) field holds: the condition would match no record (quote it: '\(number)')")
+            case (_?, .date), (_?, .reference), (_?, .location), (_?, .bytes):
+                // `s == now`, `i == REFERENCE("m1")`: as silent as a number against a string.
+                let kind = switch value {
+                case .date: "a date"
+                case .reference: "a reference"
+                case .location: "a location"
+                default: "bytes"
+                }
+                throw UsageError(message: "--where: \(name) is \(type) in the schema, and the condition compares it with \(kind), which no \(type) field holds: it would match no record")
             default:
                 return value
             }

@@ -357,6 +357,10 @@ struct QueryCLITests {
                 ("tags BEGINSWITH 'r'", "ANY tags BEGINSWITH"), ("n CONTAINS 1", "n is INT64 in the schema, not a list"),
                 ("distanceToLocation:fromLocation:(s, LOCATION(1, 2)) < 5", "s is STRING in the schema, and distanceToLocation"),
                 ("r == 5", "r is a REFERENCE in the schema: compare it with a record name ('r == \"name\"') or REFERENCE(\"name\"), not an INT64"),
+                ("s == now", "s is STRING in the schema, and the condition compares it with a date, which no STRING field holds"),
+                ("n == REFERENCE('a')", "n is INT64 in the schema, and the condition compares it with a reference"),
+                ("n < CAST(0, 'NSDate')", "n is INT64 in the schema, and the condition compares it with a date"),
+                ("s IN {'x', LOCATION(1, 2)}", "s is STRING in the schema, and the condition compares it with a location"),
             ] {
                 for command in [["count"], ["query"], ["update", "--set", "n=1"], ["delete", "--yes"]] {
                     let result = try await cli.run(command + ["--type", "T", "--where", condition])
