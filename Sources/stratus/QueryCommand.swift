@@ -46,6 +46,8 @@ struct QueryCommand: Command {
     static func parse(_ arguments: ParsedArguments) throws -> QueryCommand {
         var cursor = arguments.value("--cursor")
         if cursor == "-" { cursor = try Self.cursorFromStandardInput() }
+        // The page's line as it printed it (`--cursor "$(grep cursor: err)"`), as stdin takes it.
+        if let given = cursor?.trimmingCharacters(in: .whitespacesAndNewlines), given.hasPrefix("cursor: ") { cursor = String(given.dropFirst("cursor: ".count)) }
         let command = QueryCommand(
             store: try StoreOptions(arguments), selection: try QuerySelection(arguments),
             limit: try arguments.positiveInteger("--limit") ?? 100, cursor: cursor?.trimmingCharacters(in: .whitespacesAndNewlines), format: try Self.format(arguments),

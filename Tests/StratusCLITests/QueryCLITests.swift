@@ -391,6 +391,8 @@ struct QueryCLITests {
             #expect(try JSONLine.names(fromLine.stdout) == ["n6", "n7", "n8", "n9", "n10"], "\(fromLine)")
             let fromToken = try await cli.run(["query", "--cursor", "-", "--limit", "5"], stdin: String(line.dropFirst("cursor: ".count)))
             #expect(fromToken.stdout == fromLine.stdout, "\(fromToken)")
+            let fromArgument = try await cli.run(["query", "--cursor", line, "--limit", "5"])
+            #expect(fromArgument.stdout == fromLine.stdout, "the page's line given as it is: \(fromArgument)")
             #expect(try await cli.run(["query", "--cursor", "-"], stdin: "").exitCode == 64)
 
             let lost = try await cli.shell(#""$STRATUS" query --type Note --sort count --limit 5 2>/dev/full"#)

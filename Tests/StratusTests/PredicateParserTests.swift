@@ -576,6 +576,26 @@ struct PredicateParserRejectionTests {
         let second = try #require(rejection("a == 1 AND\nb LIKE 'x' AND\nc == 2"))
         #expect(second.message.hasSuffix("\n    b LIKE 'x' AND\n      ^"))
         #expect(String(describing: second).hasPrefix("invalidArguments: LIKE is not supported"))
+        // A wide character takes two columns on a terminal: the caret stays under the column.
+        let wide = try #require(rejection("s == '日本' AND x LIKE 'y'"))
+        #expect(wide.column == 17)
+        #expect(wide.message.hasSuffix("\n    s == '日本' AND x LIKE 'y'\n                      ^"), "\(wide.message)")
+    }
+
+    @Test("A field named like FIRST, LAST or SIZE is pointed to the # escape; a hexadecimal integer beyond 64 bits gets no advice about decimal points")
+    func namingAdvice() throws {
+        let size = try #require(rejection("size == 5"))
+        #expect(size.message.hasPrefix("FIRST, LAST and SIZE are not supported by CloudKit; for a field of that name, write #size"))
+        #expect(rejection("#size == 5") == nil)
+        let hex = try #require(rejection("n == 0x8000000000000000"))
+        #expect(hex.message.hasPrefix("the integer 0x8000000000000000 does not fit in 64 bits (line 1"), "\(hex.message)")
+        // BYTES reads base64 as record JSON does: padding may be left out, nothing else is taken.
+        #expect(try QueryPredicate(format: "b == BYTES('AA')") == QueryPredicate(format: "b == %@", Data([0])))
+        for malformed in ["AAEC=", "====", "A", "AA=A"] {
+            #expect(rejection("b == BYTES('\(malformed)')")?.message.hasPrefix("BYTES needs valid base64") == true, "\(malformed)")
+        }
+        let decimal = try #require(rejection("n == 9223372036854775808"))
+        #expect(decimal.message.contains("write it with a decimal point for a Double"))
     }
 
     @Test("Nesting is limited instead of exhausting the stack")

@@ -635,7 +635,7 @@ extension PredicateParser {
             case .keyword(.all):
                 throw failure("ALL is not supported by CloudKit; only ANY is", at: start.start)
             case .keyword(.first), .keyword(.last), .keyword(.size):
-                throw failure("FIRST, LAST and SIZE are not supported by CloudKit", at: start.start)
+                throw failure("FIRST, LAST and SIZE are not supported by CloudKit; for a field of that name, write #\(text(of: start)) (a # before a word makes it a name)", at: start.start)
             case .keyword(.truepredicate), .keyword(.falsepredicate):
                 throw failure("\(describe(start)) is a whole predicate and cannot be compared", at: start.start)
             case .leftParen:
@@ -734,7 +734,10 @@ extension PredicateParser {
                 guard args.count == 1, case .value(.string(let base64)) = args[0].operand else {
                     throw failure("BYTES needs one base64 string, as in BYTES(\"AAEC\")", at: nameStart)
                 }
-                guard let data = Data(base64Encoded: base64) else {
+                // The record JSON's decoder: padding may be left out, and nothing else is taken
+                // (Foundation's took "AAEC=" and "====").
+                var text = base64
+                guard let data = text.withUTF8({ Base64.decode($0) }) else {
                     throw failure("BYTES needs valid base64", at: args[0].start)
                 }
                 return .value(.bytes(data))
@@ -1170,7 +1173,7 @@ extension PredicateParser {
             }
             guard let integer = Int64((negative ? "-" : "") + digits, radix: radix) else {
                 throw failure(
-                    "the integer \(literal.prefix(40)) does not fit in 64 bits; write it with a decimal point for a Double", at: start)
+                    "the integer \(literal.prefix(40)) does not fit in 64 bits" + (radix == 10 ? "; write it with a decimal point for a Double" : ""), at: start)
             }
             return Token(kind: .integer(integer), start: start, end: index)
         }
@@ -1341,6 +1344,20 @@ extension PredicateParser {
             return describe(previous)
         }
 
+        /// How many terminal columns `character` takes: two for East Asian wide characters and
+        /// emoji, else one.
+        static func columns(of character: Character) -> Int {
+            guard let first = character.unicodeScalars.first else { return 1 }
+            if first.properties.isEmojiPresentation || character.unicodeScalars.contains("\u{FE0F}") { return 2 }
+            switch first.value {
+            case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
+                 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60, 0xFFE0...0xFFE6, 0x20000...0x3FFFD:
+                return 2
+            default:
+                return 1
+            }
+        }
+
         /// An `invalidArguments` error pointing at a byte offset: the message, then the input line
         /// with a caret under the offending column.
         func failure(_ problem: String, at offset: Int) -> StratusError {
@@ -1364,7 +1381,9 @@ extension PredicateParser {
                 character != "\t" && character.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
                     ? "·" : character
             }
-            let caret = shownBefore.map { $0 == "\t" ? "\t" : " " }.joined()
+            // As wide as what a terminal shows above it: two columns for a wide character (CJK,
+            // emoji), so that the caret stays under the column it names.
+            let caret = shownBefore.map { $0 == "\t" ? "\t" : String(repeating: " ", count: Self.columns(of: $0)) }.joined()
             var error = StratusError(
                 .invalidArguments,
                 "\(problem) (line \(line), column \(column))\n    \(String(excerpt))\n    \(caret)^")
