@@ -49,6 +49,8 @@ struct DeleteCommand: Command {
     var names: [String]
     var type: String?
     var predicate: QueryPredicate?
+    /// `--where` as given (`TRUEPREDICATE` for `--all`), for the checkpoint's name of the job.
+    var predicateText = "TRUEPREDICATE"
     var dryRun: Bool
     var progressStyle: Progress.Style
     var batchSize = ModifyRecordsOperation.maximumItemsPerBatch
@@ -144,6 +146,7 @@ struct DeleteCommand: Command {
             dryRun: arguments.flag("--dry-run"), progressStyle: try Progress.style(arguments))
         command.batchSize = try arguments.positiveInteger("--batch-size") ?? command.batchSize
         command.checkpointPath = arguments.value("--checkpoint")
+        if let predicateText { command.predicateText = predicateText }
         command.rejectPath = arguments.value("--reject-file")
         command.asAdministrator = arguments.flag("--as-administrator")
         if command.asAdministrator { try command.store.checkAdministratorScope() }
@@ -220,7 +223,7 @@ struct DeleteCommand: Command {
         var options = RecordDeleter.Options()
         options.batchSize = batchSize
         let deleter = RecordDeleter(database: database, query: Query(recordType: type, predicate: predicate ?? .all), zoneID: store.zoneID, options: options)
-        let identity = "delete \(type) where \(predicate.map { "\($0)" } ?? "TRUEPREDICATE") in \(store.containerIdentifier)/\(store.scope)/\(store.zoneID.zoneName)"
+        let identity = "delete \(type) where \(QuerySelection.jobText(ofPredicate: predicateText)) in \(store.containerIdentifier)/\(store.scope)/\(store.zoneID.zoneName)"
             + (asAdministrator ? " as administrator" : "")
         let resuming = checkpointPath.map { FileManager.default.fileExists(atPath: $0) } == true
         let checkpoint = try checkpointPath.map { try PipelineCheckpoint(store: PipelineCheckpointFile(path: $0, belongsTo: identity)) }

@@ -70,6 +70,20 @@ struct QuerySelection {
         }
     }
 
+    /// A `--where` as a checkpoint names its job: the canonical form, so that spacing and
+    /// quoting make no other job, with `now` as the word (each run reads it when it starts, as
+    /// a new run would: a moment in the name would make a resumed run another job).
+    static func jobText(ofPredicate text: String) -> String {
+        // No moment a predicate would name: -123456789.25 s from 2001.
+        let moment = Date(timeIntervalSinceReferenceDate: -123_456_789.25)
+        func parsed(_ text: String) -> QueryPredicate? {
+            QueryPredicate.$parsingMoment.withValue(moment) { try? QueryPredicate(format: text) }
+        }
+        guard let predicate = parsed(text), let nowCondition = parsed("x == now") else { return text }
+        let nowText = String("\(nowCondition)".dropFirst("x == ".count))
+        return "\(predicate)".replacingOccurrences(of: nowText, with: "now")
+    }
+
     static func predicate(_ text: String) throws -> QueryPredicate {
         do {
             return try QueryPredicate(format: text)

@@ -153,7 +153,7 @@ struct UpdateCommand: Command {
 
     /// What the checkpoint file records to tell this command from another.
     private var commandIdentity: String {
-        "update \(recordType) where \(predicateText) set \(FieldAssignments.canonical(assignments)) in \(store.containerIdentifier)/\(store.scope)/\(store.zoneID.zoneName)"
+        "update \(recordType) where \(QuerySelection.jobText(ofPredicate: predicateText)) set \(FieldAssignments.canonical(assignments)) in \(store.containerIdentifier)/\(store.scope)/\(store.zoneID.zoneName)"
     }
 
     /// The summary line: `updated 999,000, unchanged 1,000, failed 0`.

@@ -183,6 +183,17 @@ struct UpdateCLITests {
             #expect(mismatched.stderr.contains("belongs to another command"), "\(mismatched)")
             #expect(cli.read(checkpoint) == saved, "a refused checkpoint is left as it was")
 
+            // The job is named by its predicate's canonical form: spacing makes no other job, and
+            // `now` stays the word, so that a resumed run (another moment) is the same job.
+            for (file, command) in [("update", "update Note where count > 0 AND modificationDate < now set status=spaced in default/public/_defaultZone"),
+                                    ("delete", "delete Note where count > 100 AND modificationDate < now in default/public/_defaultZone")] {
+                _ = try cli.file("\(file).resumed", #"{"command":"\#(command)","job":"pipeline-\#(file)","position":null}"#)
+            }
+            let respaced = try await cli.run(["update", "--type", "Note", "--where", "count>0 AND modificationDate<now", "--set", "status=spaced", "--checkpoint", store.path("update.resumed")])
+            #expect(respaced.exitCode == 0 && respaced.stderr.contains("going on from the checkpoint"), "\(respaced)")
+            let deleteResumed = try await cli.run(["delete", "--type", "Note", "--where", "count>100 AND modificationDate<now", "--yes", "--checkpoint", store.path("delete.resumed")])
+            #expect(deleteResumed.exitCode == 0 && deleteResumed.stderr.contains("going on from the checkpoint"), "\(deleteResumed)")
+
             _ = try cli.file("update.checkpoint", "not json\n")
             let garbage = try await cli.run(["update", "--type", "Note", "--all", "--set", "status=early", "--checkpoint", checkpoint])
             #expect(garbage.exitCode == 64, "\(garbage)")

@@ -612,7 +612,7 @@ extension PredicateParser {
                 operand = .value(.int64(0))
             case .keyword(.now):
                 try advance()
-                operand = .value(.date(Date()))
+                operand = .value(.date(QueryPredicate.parsingMoment ?? Date()))
             case .keyword(.nilValue), .keyword(.null):
                 throw failure(
                     "CloudKit cannot query for nil or NULL; a record without the field matches no comparison", at: start.start)
@@ -725,7 +725,7 @@ extension PredicateParser {
             case "now":
                 let args = try parseCallArguments(of: name)
                 if let first = args.first { throw failure("now() takes no arguments", at: first.start) }
-                return .value(.date(Date()))
+                return .value(.date(QueryPredicate.parsingMoment ?? Date()))
             case "cast": return .value(try parseCast(nameStart))
             case "reference": return .value(try parseReference(nameStart))
             case "location": return .value(.location(try parseLocation(nameStart)))

@@ -24,3 +24,9 @@ extension QueryPredicate {
         self = try PredicateParser(format: format, arguments: argumentArray ?? []).parse()
     }
 }
+
+extension QueryPredicate {
+    /// The moment `now` reads while a predicate is parsed in this task; the clock's time when
+    /// `nil`. A job names its predicate with a fixed moment, so that `now` stays a word there.
+    @TaskLocal package static var parsingMoment: Date?
+}

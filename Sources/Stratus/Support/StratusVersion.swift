@@ -8,5 +8,5 @@
 /// ```
 public enum StratusVersion {
     /// Semantic version text, such as `0.10.0`.
-    public static let current = "0.14.0"
+    public static let current = "0.15.0"
 }
