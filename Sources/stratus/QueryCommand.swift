@@ -90,6 +90,11 @@ struct QueryCommand: Command {
     }
 
     func run() async throws -> ExitCode {
+        var store = store
+        if let cursor, !store.scopeGiven, let decoded = try? QueryOperation.Cursor(serialized: cursor) {
+            // A cursor goes on in the database its query searched, as it does in its zone.
+            store.scope = decoded.databaseScope
+        }
         let container = try store.openContainer(.read)
         let database = container.database(with: store.scope)
         // --where dates are read by the schema's types, as a CSV cell's are.

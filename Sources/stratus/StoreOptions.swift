@@ -40,6 +40,8 @@ struct StoreOptions {
     var readStoreOrigin = "--read-store"
     var containerIdentifier = "default"
     var scope = Database.Scope.public
+    /// Whether `--database` named the scope (a cursor otherwise goes on in its own).
+    var scopeGiven = false
     var zoneID = RecordZone.ID.default
     /// Whether `--zone` was given (not the default).
     var zoneGiven = false
@@ -91,6 +93,7 @@ struct StoreOptions {
         readStoreOrigin = arguments.has("--read-store") ? "--read-store" : "$STRATUS_READ_STORE"
         if let container = arguments.value("--container") { containerIdentifier = container }
         if let database = arguments.value("--database") {
+            scopeGiven = true
             switch database {
             case "public": scope = .public
             case "private": scope = .private

@@ -393,6 +393,14 @@ struct QueryCLITests {
             #expect(fromToken.stdout == fromLine.stdout, "\(fromToken)")
             let fromArgument = try await cli.run(["query", "--cursor", line, "--limit", "5"])
             #expect(fromArgument.stdout == fromLine.stdout, "the page's line given as it is: \(fromArgument)")
+            // A cursor goes on in the database its query searched, unless --database says another.
+            _ = try await cli.run(["import", try cli.file("private.ndjson", Input.notes(7, prefix: "p")), "--database", "private", "--quiet"])
+            let privatePage = try await cli.run(["query", "--type", "Note", "--sort", "count", "--limit", "5", "--database", "private"])
+            let privateLine = try #require(privatePage.stderrLines.first { $0.hasPrefix("cursor: ") }, "\(privatePage)")
+            let privateRest = try await cli.run(["query", "--cursor", privateLine, "--limit", "5"])
+            #expect(try privateRest.exitCode == 0 && JSONLine.names(privateRest.stdout).count == 2, "\(privateRest)")
+            let otherDatabase = try await cli.run(["query", "--cursor", privateLine, "--database", "public"])
+            #expect(otherDatabase.exitCode == 64 && otherDatabase.stderr.contains("the cursor belongs to"), "\(otherDatabase)")
             #expect(try await cli.run(["query", "--cursor", "-"], stdin: "").exitCode == 64)
 
             let lost = try await cli.shell(#""$STRATUS" query --type Note --sort count --limit 5 2>/dev/full"#)
