@@ -56,6 +56,26 @@ struct UsersCLITests {
         }
     }
 
+    @Test("a login the directory maps to a CloudKit owner imports that owner's zones as its own, and re-imports its own export; another owner is refused with advice that keeps the owner", arguments: TestEngine.all)
+    func mappedLoginImportsItsOwnersZones(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let owner = "_0123456789abcdef0123456789abcdef"
+            #expect(try await cli.run(["users", "add", "me", "--record-name", owner]).exitCode == 0)
+            let line = #"{"recordName":"n1","recordType":"Note","fields":{"t":{"value":"hi","type":"STRING"}},"zoneID":{"zoneName":"Work","ownerRecordName":"\#(owner)"}}"#
+            let imported = try await cli.run(["import", try cli.file("mine.ndjson", line + "\n"), "--database", "private", "--user", "me", "--create-zones"])
+            #expect(imported.exitCode == 0 && imported.stderr.contains("imported 1"), "\(imported)")
+            let exported = try await cli.run(["export", "--type", "Note", "--database", "private", "--zone", "Work", "--user", "me", "--quiet"])
+            #expect(exported.stdout.contains(#""ownerRecordName":"\#(owner)""#), "\(exported)")
+            let again = try await cli.run(["import", try cli.file("export.ndjson", exported.stdout), "--database", "private", "--user", "me"])
+            #expect(again.exitCode == 0 && again.stderr.contains("unchanged 1"), "\(again)")
+
+            let other = line.replacingOccurrences(of: owner, with: "_fedcba9876543210fedcba9876543210")
+            let refused = try await cli.run(["import", try cli.file("other.ndjson", other + "\n"), "--database", "private", "--user", "me", "--create-zones"])
+            #expect(refused.exitCode == 77 && refused.stderr.contains("user record name \(owner)") && refused.stderr.contains("stratus users add LOGIN --record-name _fedcba9876543210fedcba9876543210"), "\(refused)")
+        }
+    }
+
     @Test("users list quotes a role that is not a plain word, so a role named a,b is not read as two; a role no schema could declare is refused", arguments: TestEngine.all)
     func rolesListedUnambiguously(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

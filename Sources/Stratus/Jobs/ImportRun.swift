@@ -340,11 +340,15 @@ final class ImportRun {
         var keptOwner: String?
         let owner = given.ownerName
         if owner != RecordZone.ID.currentUserDefaultOwner {
-            let isCurrentUser = owner == database.context.userName || database.context.isCurrentUser(owner)
+            // The user record name the user directory gives the login (an imported CloudKit
+            // owner's, `users add LOGIN --record-name _…`), as every operation acts under.
+            let current = (try? await database.engineCall { [database] _, _ in try database.resolvedContext() }) ?? database.context
+            let isCurrentUser = owner == database.context.userName || database.context.isCurrentUser(owner) || current.isCurrentUser(owner)
             guard isCurrentUser || given.isDefault || options.importsOwnersAsCurrentUser else {
+                let user = "'\(database.context.userName ?? "no user")'" + (current.userRecordName.map { ", user record name \($0)" } ?? "")
                 throw try await stopForZones(consumed: consumed, StratusError(
                     .permissionFailure,
-                    "line \(line): record '\(recordName)' is in zone '\(given.zoneName)' of owner '\(owner)', who is not the current user ('\(database.context.userName ?? "no user")'); import it as the current user's zone with --owner-as-current-user (RecordImporter.Options.importsOwnersAsCurrentUser), or as that user (--user)",
+                    "line \(line): record '\(recordName)' is in zone '\(given.zoneName)' of owner '\(owner)', who is not the current user (\(user)); import it as the current user's zone with --owner-as-current-user (RecordImporter.Options.importsOwnersAsCurrentUser), or as the login whose user record name the owner is (`stratus users add LOGIN --record-name \(owner)` makes one; then --user LOGIN)",
                     zoneID: given))
             }
             zoneID = RecordZone.ID(zoneName: given.zoneName)
