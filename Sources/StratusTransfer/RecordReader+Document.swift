@@ -387,7 +387,6 @@ extension RecordReader {
 
     /// Reads one operation of a `records/modify` request.
     private func operationUnit() throws -> RecordReadResult {
-        let fromAnswer = frames.contains { $0.kind == .envelope }
         let depth = frames.count
         return try wrappedRecordUnit("an operation object") { (c, start, zone, zoneIsKnown) throws(ScanFailure) -> (DecodedRecord, Int) in
             let (type, recordOffset) = try c.scanOperation()
@@ -410,7 +409,9 @@ extension RecordReader {
                 // bytes and its place, so that a chunk boundary elsewhere names the same record.
                 let generated = operation == "create" && !scan.recordName.isPresent
                     ? Self.generatedRecordName(seed: generatedNameSeed, UnsafeRawBufferPointer(start: c.base + start, count: c.pos - start), at: input.baseOffset + start) : nil
-                return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, nameIfAbsent: generated, context: context), recordOffset)
+                // A request's records are the client's, not an answer's: what they leave out (a
+                // change tag, dates, a zoneID) the store gives them, and reads show it.
+                return (sub.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: false, nameIfAbsent: generated, context: context), recordOffset)
             case "forceDelete":
                 // As a change feed's deletion: applied by name when deletions are read (stratus import).
                 return (sub.materializeDeletion(scan, zone: zone, operation: operation, at: type.start, readsFields: false, context: context), recordOffset)

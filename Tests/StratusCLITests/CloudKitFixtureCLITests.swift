@@ -152,6 +152,19 @@ struct CloudKitFixtureCLITests {
         }
     }
 
+    @Test("a record a records/modify request creates reads back with the change tag, dates and zone the store gave it (a request is no answer whose absences stay)", arguments: TestEngine.all)
+    func createdByARequestHasSystemFields(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let path = Self.directory.appendingPathComponent("album_create_request.json").path
+            let created = try await cli.run(["import", path, "--mode", "create", "--database", "private", "--create-zones", "--owner-as-current-user"])
+            #expect(created.exitCode == 0, "\(created)")
+            let exported = try await cli.run(["export", "--type", "CPLAlbum", "--zone", "PrimarySync", "--database", "private", "--quiet"])
+            let record = try JSONLine.object(exported.stdout)
+            #expect(record["recordChangeTag"] is String && record["created"] != nil && record["modified"] != nil && record["zoneID"] != nil, "\(exported)")
+        }
+    }
+
     @Test("a records/modify request larger than one read, its zoneID after the operations, imports into that zone", arguments: TestEngine.all)
     func modifyRequestWithZoneLast(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
