@@ -26,8 +26,8 @@ final class ChangeOutput {
     /// what a killed run wrote after its last commit, also when this run writes to another
     /// file; the file this run names is opened by the first ``append(_:)``.
     ///
-    /// - Throws: ``CommandFailure`` `dataError` when the committed file is shorter than its
-    ///   committed length (something else cut it), `cannotCreateOutput` when it cannot be cut back.
+    /// - Throws: ``CommandFailure`` `cannotCreateOutput` when the committed file cannot be cut
+    ///   back (one something emptied or cut since is released, with a note).
     init(outputPath given: String?, tokens: ChangeTokenFile) throws {
         // `-` is stdout, as for export; a path with a line break cannot be kept in the token file.
         let outputPath = given == "-" ? nil : given
@@ -212,7 +212,15 @@ final class ChangeOutput {
         try lock(descriptor, identity: identity, path: committed.path)
         kept = true
         guard size >= committed.length else {
-            throw CommandFailure(.dataError, "the output file \(committed.path) is shorter (\(size) bytes) than its committed \(committed.length) bytes; something else changed it. Restore it, or remove the token file to start over")
+            // Emptied or cut since the last run (a consumer that truncates what it read, a
+            // copy-and-truncate rotation): what it held was committed, and a kill cannot have
+            // left more. Nothing to cut back: released, as a file moved away is, and written
+            // as a new output; the changes it held are not written again.
+            StratusCommand.log("note: the output file \(committed.path) holds \(size) bytes, fewer than the \(committed.length) the token committed to it: something emptied or cut it since the last run (a consumer that truncates what it read?); the changes it held are not written again (to export the zone's whole history again, remove the token file)")
+            if let link = committed.link { unlink(link) }
+            tokens.outputCommit = nil
+            try tokens.save()
+            return
         }
         guard size == committed.length || (ftruncate(descriptor, off_t(committed.length)) == 0 && fsync(descriptor) == 0) else {
             throw CommandFailure.system(.cannotCreateOutput, "cannot cut \(committed.path) back to its committed length")

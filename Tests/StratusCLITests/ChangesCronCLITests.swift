@@ -343,6 +343,34 @@ struct ChangesCronCLITests {
         }
     }
 
+    @Test("changes --output after a consumer emptied the file (or emptied and removed it): the next run says so, writes only the new changes and goes on", arguments: TestEngine.all)
+    func consumerEmptiedTheOutput(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let token = store.path("cron.token"), output = store.path("out.ndjson")
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2)).exitCode == 0)
+            #expect(try await cli.run(["changes", "--token-file", token, "--output", output, "--quiet"]).exitCode == 0)
+            #expect(try JSONLine.names(cli.read(output) ?? "") == ["n1", "n2"])
+
+            // The consumer read it and emptied it in place.
+            _ = try cli.file("out.ndjson", "")
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "m")).exitCode == 0)
+            let afterEmptied = try await cli.run(["changes", "--token-file", token, "--output", output])
+            #expect(afterEmptied.exitCode == 0 && afterEmptied.stderr.contains("something emptied or cut it since the last run"), "\(afterEmptied)")
+            #expect(try JSONLine.names(cli.read(output) ?? "") == ["m1"])
+
+            // Emptied, then removed.
+            _ = try cli.file("out.ndjson", "")
+            try FileManager.default.removeItem(atPath: output)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "k")).exitCode == 0)
+            let afterRemoved = try await cli.run(["changes", "--token-file", token, "--output", output])
+            #expect(afterRemoved.exitCode == 0, "\(afterRemoved)")
+            #expect(try JSONLine.names(cli.read(output) ?? "") == ["k1"])
+            let idle = try await cli.run(["changes", "--token-file", token, "--output", output])
+            #expect(idle.exitCode == 0 && !idle.stderr.contains("note:"), "\(idle)")
+        }
+    }
+
     @Test("two jobs naming one --output file: the second is refused (75) while the first writes it, before it cuts anything back, and both tokens stay as they were", arguments: TestEngine.all)
     func oneOutputFileOneJob(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
