@@ -14,18 +14,18 @@ extension ChangeTokenFile {
     }
 
     /// How `command` ends when its feed refused the token in `path`: a token of another history
-    /// (another kind, user, zone or container) is a usage error (64) that keeps the file, as it
-    /// is still good for the job that made it; an expired one, or one of another store (the
-    /// store at the path was replaced), is a data error (65), whose file is done with
-    /// (`startAgain` says what removing it does).
+    /// (another kind, user, zone, container or store) is a usage error (64) that keeps the file,
+    /// as `stratus changes` says of one: it is still good for the job and store that made it
+    /// (if this store replaced that one, `startAgain` says what removing it does); an expired
+    /// one is a data error (65), whose file is done with.
     static func refused(_ error: StratusError, path: String?, command: String, startAgain: String) -> ExitCode {
         let file = path ?? "the token file"
         // A token of another store (the store at this path was replaced: a copy moved into
         // its place, a restore) is done with, as its help says: no options reach the old store.
         if let mismatch = error.underlyingError as? ServerChangeToken.Mismatch, mismatch.isFromAnotherStore {
-            StratusCommand.log("\(command): \(file) holds the position of \(mismatch.tokenHistory); this store is another one (a copy moved into its place, a restore, or another store named)")
-            StratusCommand.log("the token in \(file) belongs to another store: if --store names the wrong one, run with the store the token was made for; if this store took its place, \(startAgain)")
-            return .dataError
+            StratusCommand.usageFailure(
+                "\(command): \(file) holds the position of \(mismatch.tokenHistory), and belongs to another store (a copy moved into its place, a restore, or another store named): if --store names the wrong one, run with the store the token was made for; if this store took its place, \(startAgain)",
+                pointer: "Run 'stratus \(command) --help' for usage.")
         }
         if let mismatch = error.underlyingError as? ServerChangeToken.Mismatch {
             StratusCommand.usageFailure(

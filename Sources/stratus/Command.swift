@@ -34,7 +34,14 @@ extension Command {
     static var exitNotes: String? { nil }
 
     /// Every option the command accepts: its own, then its groups'.
-    static var allOptions: [Option] { options + optionGroups.flatMap(\.options) }
+    static var allOptions: [Option] { ownOptions + optionGroups.flatMap(\.options) }
+
+    /// The command's own options, with `--quiet` where neither they nor its groups have one:
+    /// every command takes it, so that a cron job can give it to each command it runs.
+    static var ownOptions: [Option] {
+        let declared = options + optionGroups.flatMap(\.options)
+        return declared.contains { $0.name == "--quiet" } ? options : options + [.quietOnSuccess]
+    }
 }
 
 /// One option: its name, the value it takes (none for a flag), what it does and its default.
@@ -67,6 +74,9 @@ struct Option {
     }
 
     var takesValue: Bool { value != nil }
+
+    /// `--quiet` of a command that has no progress or advice of its own to silence.
+    static let quietOnSuccess = Option(flag: "--quiet", "no notes on stderr that report nothing wrong (what was written, what was created); errors and warnings still go there")
 }
 
 /// Options several commands share, declared once.

@@ -6,10 +6,12 @@ enum Help {
 
     /// `stratus COMMAND --help`: usage, what it does, every option with its default, exit codes.
     static func text(for command: any Command.Type) -> String {
-        var out = command.usage.enumerated().map { index, line in usageLine(line, first: index == 0) }.joined(separator: "\n")
+        // The `--quiet` every command takes, where the command does not name one of its own.
+        let implicitQuiet = !command.options.contains { $0.name == "--quiet" } && command.ownOptions.contains { $0.name == "--quiet" }
+        var out = command.usage.enumerated().map { index, line in usageLine(implicitQuiet ? line + " [--quiet]" : line, first: index == 0) }.joined(separator: "\n")
         out += "\n\n" + command.discussion + "\n"
-        if !command.options.isEmpty {
-            out += "\nOptions:\n" + command.options.map(describe).joined()
+        if !command.ownOptions.isEmpty {
+            out += "\nOptions:\n" + command.ownOptions.map(describe).joined()
         }
         for group in command.optionGroups {
             out += "\n\(group.title):\n" + group.options.map(describe).joined()

@@ -81,7 +81,7 @@ struct NotificationsCommand: Command {
         do {
             if let compactKeepDays {
                 let removed = try await store.openContainer(.existing).compactNotifications(retention: compactKeepDays * 86_400)
-                StratusCommand.log("removed \(removed) notification(s)")
+                StratusCommand.note("removed \(removed) notification(s)")
                 return .success
             }
             let database = try store.openDatabase(.existing)
@@ -90,7 +90,7 @@ struct NotificationsCommand: Command {
             let feed = NotificationFeed(database: database, batchSize: batchSize)
             Interruption.install { feed.cancel() }
             let summary = try await feed.run(tokens: tokens, limit: limit) { try delivery.apply($0) }
-            StratusCommand.log("wrote \(summary.notifications) notification(s)\(summary.moreComing ? "; more remain" : ""); token saved in \(tokenPath!)")
+            StratusCommand.note("wrote \(summary.notifications) notification(s)\(summary.moreComing ? "; more remain" : ""); token saved in \(tokenPath!)")
             return summary.end == .cancelled ? ExitCode.stopped(by: Interruption.signal) : .success
         } catch let error as CommandFailure {
             StratusCommand.log(error.message)

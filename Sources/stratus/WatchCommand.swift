@@ -61,7 +61,7 @@ struct WatchCommand: Command {
                 let delivery = try NotificationDelivery(tokens: nil, outputPath: nil, command: command)
                 summary = try await feed.follow(tokens: tokens) { try delivery.apply($0) }
             }
-            StratusCommand.log("wrote \(summary.notifications) notification(s)" + (tokenPath.map { "; token saved in \($0)" } ?? ""))
+            StratusCommand.note("wrote \(summary.notifications) notification(s)" + (tokenPath.map { "; token saved in \($0)" } ?? ""))
             return ExitCode.stopped(by: Interruption.signal)
         } catch let error as CommandFailure {
             StratusCommand.log(error.message)

@@ -97,6 +97,8 @@ struct HelpCLITests {
                 let described = Self.describedOptions(help)
                 let undescribed = Self.usageOptions(help).subtracting(described.keys)
                 #expect(undescribed.isEmpty, "\(command): the usage names \(undescribed.sorted()) but the help does not describe them")
+                // A cron job gives --quiet to each command it runs.
+                #expect(described.keys.contains("--quiet"), "\(command): no --quiet")
                 let unlisted = Self.ownOptions(help).subtracting(Self.usageOptions(help))
                 #expect(unlisted.isEmpty, "\(command): the help describes \(unlisted.sorted()) but no usage line names them")
                 // Commands over one container's database name the store options; those over a
