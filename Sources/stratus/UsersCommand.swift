@@ -50,7 +50,7 @@ struct UsersCommand: Command {
         """
     static let options: [Option] = [
         Option(flag: "--json", "list: one JSON object per entry"),
-        Option("--record-name", "NAME", "add, edit: the user record name the login acts under (`_` and 32 hexadecimal digits, or any record name)", default: "the login's, else derived"),
+        Option("--record-name", "NAME", "add, edit: the user record name the login acts under (`_` and 32 hexadecimal digits, as CloudKit's, or another record name starting with `_`)", default: "the login's, else derived"),
         Option("--role", "ROLE", "add, edit: a custom security role the login holds (repeat for more)", default: "none", repeatable: true),
         Option("--email", "ADDRESS", "add, edit: an email address user discovery finds the login by (repeat for more)", default: "none", repeatable: true),
         Option("--phone", "NUMBER", "add, edit: a phone number user discovery finds the login by (repeat for more)", default: "none", repeatable: true),
@@ -138,12 +138,12 @@ struct UsersCommand: Command {
             let given = arguments.value("--given-name"), family = arguments.value("--family-name")
             if given != nil || family != nil { discovery.nameComponents = PersonNameComponents(givenName: given, familyName: family) }
             discovery.isDiscoverable = try discoverability(arguments)
-            action = .add(login: login, recordName: arguments.value("--record-name"), roles: roles, discovery: discovery)
+            action = .add(login: login, recordName: try checkedRecordName(arguments, login: login), roles: roles, discovery: discovery)
         case "edit":
             guard words.count == 1, let login = words.first else { throw UsageError(message: "edit takes one LOGIN") }
             try checkLogin(login)
             let changes = Edit(
-                recordName: arguments.value("--record-name"),
+                recordName: try checkedRecordName(arguments, login: login),
                 addedRoles: try checkedRoles(arguments, "--role"), removedRoles: arguments.values("--remove-role"),
                 addedEmailAddresses: try checkedEmailAddresses(arguments, "--email"), removedEmailAddresses: arguments.values("--remove-email"),
                 addedPhoneNumbers: try checkedPhoneNumbers(arguments, "--phone"), removedPhoneNumbers: arguments.values("--remove-phone"),
@@ -169,6 +169,13 @@ struct UsersCommand: Command {
             throw UsageError(message: "\(option) belongs to users \(belongs.joined(separator: " and "))")
         }
         return UsersCommand(store: try StoreOptions(arguments), action: action)
+    }
+
+    /// `--record-name`, checked before the store is opened (a refused name makes no store).
+    private static func checkedRecordName(_ arguments: ParsedArguments, login: String) throws -> String? {
+        guard let name = arguments.value("--record-name") else { return nil }
+        do { try UserDirectoryEntry.checkUserRecordName(name, of: login) } catch { throw UsageError(message: "--record-name: \(error.message)") }
+        return name
     }
 
     private static func checkedRoles(_ arguments: ParsedArguments, _ option: String) throws -> [String] {

@@ -30,6 +30,12 @@ struct UsersCLITests {
                 let refused = try await cli.run(["users", "add", "eve", "--record-name", reserved])
                 #expect(refused.exitCode == 64 && refused.stderr.contains("not a user's"), "\(reserved): \(refused)")
             }
+            if engine == .sqlite {
+                // Refused before the store is opened: a mistyped name makes no store.
+                let unmade = store.path("unmade.sqlite")
+                let plain = try await cli.run(["users", "add", "eve", "--record-name", "plain", "--store", unmade])
+                #expect(plain.exitCode == 64 && plain.stderr.contains("does not start with '_'") && !cli.exists(unmade), "\(plain)")
+            }
             let carol = UserDirectoryEntry.derivedRecordName(containerIdentifier: "default", login: "carol")
             let list = try await cli.run(["users", "list"])
             #expect(list.exitCode == 0 && list.stdoutLines == ["carol\t\(carol)\tmoderator", "dave\t\(imported)\t"], "\(list)")

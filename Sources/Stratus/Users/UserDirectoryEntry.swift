@@ -105,6 +105,27 @@ public struct UserDirectoryEntry: Hashable, Sendable, Codable {
             && bytes.dropFirst().allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
     }
 
+    /// Checks a user record name a login is to act under: a valid record name starting with
+    /// `_`, as CloudKit's user record names do, and not CloudKit's name for the current user or
+    /// for a security role.
+    ///
+    /// ```swift
+    /// try UserDirectoryEntry.checkUserRecordName("_0123456789abcdef0123456789abcdef", of: "carol")
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming the problem.
+    public static func checkUserRecordName(_ userRecordName: String, of login: String) throws(StratusError) {
+        try Naming.checkRecordName(userRecordName, allowSystemNames: true)
+        guard userRecordName.hasPrefix("_") else {
+            throw StratusError(.invalidArguments, "user record name '\(userRecordName)' of login '\(login)' does not start with '_', as CloudKit's user record names do")
+        }
+        // CloudKit's names for the current user and for its security roles name no one user:
+        // records of a user so named would read as every reader's own, or as a role's.
+        if userRecordName == RecordZone.ID.currentUserDefaultOwner || SecurityRole(userRecordName).isSystem {
+            throw StratusError(.invalidArguments, "user record name '\(userRecordName)' of login '\(login)' is CloudKit's name for \(userRecordName == RecordZone.ID.currentUserDefaultOwner ? "the current user" : "a security role"), not a user's; CloudKit's user record names are _ and 32 hex digits")
+        }
+    }
+
     /// Checks the login (1–255 characters, no control character), the record name (a valid
     /// record name starting with `_`, as CloudKit's user record names do), the roles (custom
     /// roles only) and the addresses (``checkEmailAddress(_:)``, ``checkPhoneNumber(_:)``; none
@@ -117,15 +138,7 @@ public struct UserDirectoryEntry: Hashable, Sendable, Codable {
     /// - Throws: ``StratusError`` `invalidArguments` naming the problem.
     public func validate() throws(StratusError) {
         try Self.checkLogin(login)
-        try Naming.checkRecordName(userRecordName, allowSystemNames: true)
-        guard userRecordName.hasPrefix("_") else {
-            throw StratusError(.invalidArguments, "user record name '\(userRecordName)' of login '\(login)' does not start with '_', as CloudKit's user record names do")
-        }
-        // CloudKit's names for the current user and for its security roles name no one user:
-        // records of a user so named would read as every reader's own, or as a role's.
-        if userRecordName == RecordZone.ID.currentUserDefaultOwner || SecurityRole(userRecordName).isSystem {
-            throw StratusError(.invalidArguments, "user record name '\(userRecordName)' of login '\(login)' is CloudKit's name for \(userRecordName == RecordZone.ID.currentUserDefaultOwner ? "the current user" : "a security role"), not a user's; CloudKit's user record names are _ and 32 hex digits")
-        }
+        try Self.checkUserRecordName(userRecordName, of: login)
         for role in roles.sorted() {
             if role.isSystem {
                 throw StratusError(.invalidArguments, "login '\(login)' is given the role \(role.name), which CloudKit gives by itself; list only custom roles")
