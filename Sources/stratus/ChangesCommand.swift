@@ -8,7 +8,7 @@ struct ChangesCommand: Command {
     static let name = "changes"
     static let summary = "a zone's changes since the last run, exactly once (for cron exports)"
     static let usage = [
-        "stratus changes --token-file FILE [--output FILE] [--assets-dir DIR] [--fields K1,K2] [--batch N] [--limit N] [store options]",
+        "stratus changes --token-file FILE [--output FILE] [--assets-dir DIR] [--fields K1,K2] [--batch N] [--limit N] [--as-administrator] [progress options] [store options]",
         "stratus changes compact --keep-days N [store options]",
     ]
     static let discussion = """
@@ -52,6 +52,7 @@ struct ChangesCommand: Command {
         Option("--batch", "N", "changes per batch and commit", default: "1000"),
         Option("--limit", "N", "stop after about N changes; the next run continues", default: "no limit"),
         Option("--keep-days", "N", "compact: keep tombstones of the last N days", default: "none; required by compact"),
+        Option(flag: "--as-administrator", "public database only: every record's changes, whatever the security roles let a user read (a mirror of the zone; import it with --as-administrator too)"),
     ]
     static let optionGroups: [OptionGroup] = [.progress, .store]
     static let exitNotes: String? = """
@@ -73,6 +74,8 @@ struct ChangesCommand: Command {
     /// For `changes compact`: tombstones older than this many days go.
     var compactKeepDays: Double?
     var progressStyle = Progress.Style.automatic
+    /// `--as-administrator`: the changes of every record, not only those the user may read.
+    var asAdministrator = false
 
     static func parse(_ arguments: ParsedArguments) throws -> ChangesCommand {
         var command = ChangesCommand(store: try StoreOptions(arguments))
@@ -83,12 +86,14 @@ struct ChangesCommand: Command {
         command.batchSize = try arguments.positiveInteger("--batch") ?? 1000
         command.limit = try arguments.positiveInteger("--limit")
         command.progressStyle = try Progress.style(arguments)
+        command.asAdministrator = arguments.flag("--as-administrator")
+        if command.asAdministrator { try command.store.checkAdministratorScope() }
         let keepDays = arguments.value("--keep-days")
         if arguments.positionals == ["compact"] {
             guard let keepDays, let days = Double(keepDays), days >= 0, days.isFinite else {
                 throw UsageError(message: "compact needs --keep-days N (a number of days, 0 or more)")
             }
-            for option in ["--token-file", "--output", "--assets-dir", "--fields", "--batch", "--limit"] where arguments.has(option) {
+            for option in ["--token-file", "--output", "--assets-dir", "--fields", "--batch", "--limit", "--as-administrator"] where arguments.has(option) {
                 throw UsageError(message: "\(option) does not go with compact")
             }
             command.compactKeepDays = days
@@ -135,7 +140,7 @@ struct ChangesCommand: Command {
     }
 
     private func export(tokenPath: String) async throws -> ExitCode {
-        let database = try store.openDatabase(.read)
+        let database = asAdministrator ? try store.openAdministratorDatabase(.read) : try store.openDatabase(.read)
         let tokens = try ChangeTokenFile.opened(path: tokenPath)
         let sink = try ChangeOutput(outputPath: outputPath, tokens: tokens)
         var jsonOptions = RecordJSONWriter.Options()
