@@ -7,7 +7,7 @@ struct ExportCommand: Command {
     static let name = "export"
     static let summary = "every matching record, as NDJSON, JSON, an envelope or CSV"
     static let usage = [
-        "stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2] [--all-zones] [--limit N] [--format FORMAT] [--types NAME:TYPE,...] [--timestamps STYLE] [--assets-dir DIR] [--output FILE [--force]] [progress options] [store options]",
+        "stratus export --type TYPE [--where PREDICATE] [--sort KEY[:desc]]... [--fields K1,K2] [--all-zones] [--limit N] [--format FORMAT] [--types NAME:TYPE,...] [--timestamps STYLE] [--assets-dir DIR] [--as-administrator] [--output FILE [--force]] [progress options] [store options]",
     ]
     static let discussion = """
         Writes every matching record (NDJSON by default) to stdout, or to FILE. Memory holds a few
@@ -36,6 +36,7 @@ struct ExportCommand: Command {
         Option("--types", "NAME:TYPE,...", "CSV: column types (STRING, INT64, DOUBLE, TIMESTAMP, …, ENCRYPTED_BYTES, …)", default: "from the records"),
         Option("--timestamps", "STYLE", "CSV: TIMESTAMP cells as milliseconds since 1970 or iso8601 (2025-01-01T09:30:00Z)", default: "milliseconds"),
         Option("--assets-dir", "DIR", "write asset content into DIR (created, private to the user); the JSON names the files", default: "none: assets name the store's files, which import reads into the same store, or from inside the folder named with --assets-dir"),
+        Option(flag: "--as-administrator", "public database only: every matching record, whatever the security roles let a user read (a backup that import --as-administrator restores)"),
     ]
     static let optionGroups: [OptionGroup] = [.output, .progress, .store]
 
@@ -50,6 +51,8 @@ struct ExportCommand: Command {
     var csvEncryptedFields: Set<String> = []
     var timestampStyle = RecordWriter.TimestampStyle.milliseconds
     var assetsDirectory: String?
+    /// `--as-administrator`: every matching record, not only those the user may read.
+    var asAdministrator = false
 
     static func parse(_ arguments: ParsedArguments) throws -> ExportCommand {
         try arguments.expectNoPositionals()
@@ -79,6 +82,8 @@ struct ExportCommand: Command {
             command.timestampStyle = style
         }
         command.assetsDirectory = arguments.value("--assets-dir")
+        command.asAdministrator = arguments.flag("--as-administrator")
+        if command.asAdministrator { try command.store.checkAdministratorScope() }
         if format == .csv && command.store.allZones { throw UsageError(message: StoreOptions.allZonesCSV) }
         if format != .csv, !command.csvTypes.isEmpty || arguments.has("--timestamps") {
             throw UsageError(message: "column types and --timestamps are for --format csv (record JSON carries its types and writes milliseconds)")
@@ -88,7 +93,7 @@ struct ExportCommand: Command {
 
     func run() async throws -> ExitCode {
         let container = try store.openContainer(.read)
-        let database = container.database(with: store.scope)
+        let database = asAdministrator ? StoreOptions.administratorDatabase(of: container) : container.database(with: store.scope)
         let query = try await WhereClause.typed(self.query, in: container)
         let exporter = RecordExporter(database: database, query: query, zoneID: store.searchedZoneID, desiredKeys: selection.fields, limit: limit)
         var csvFields = selection.fields

@@ -113,6 +113,11 @@ struct ChangesCronCLITests {
             #expect(first.exitCode == 0, "\(first)")
             let secretThere = try await cli.run(["export", "--type", "Secret", "--store", mirror, "--user", "alice", "--quiet"])
             #expect(secretThere.stdout.contains("alice only"), "a record the job's user may not read is mirrored too: \(secretThere)")
+            // So does a backup by export, as the administrator.
+            let asUser = try await cli.run(["export", "--type", "Secret", "--store", source, "--quiet"])
+            let asAdministrator = try await cli.run(["export", "--type", "Secret", "--store", source, "--quiet", "--as-administrator"])
+            #expect(!asUser.stdout.contains("alice only") && asAdministrator.stdout.contains("alice only"), "\(asUser)\n\(asAdministrator)")
+            #expect(try await cli.run(["export", "--type", "Secret", "--store", source, "--database", "private", "--as-administrator"]).exitCode == 64)
 
             #expect(try await cli.run(["import", "--store", source, "--user", "alice", "--mode", "forceUpdate"], stdin: note("by-alice", "second")).exitCode == 0)
             #expect(try await cli.run(["delete", "by-bob", "--yes", "--store", source, "--user", "bob"]).exitCode == 0)
