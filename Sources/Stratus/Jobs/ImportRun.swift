@@ -55,6 +55,9 @@ final class ImportRun {
     /// The zone the last record named and where it went: records mostly come zone by zone.
     @exclusivity(unchecked) private var lastGivenZone: RecordZone.ID?
     @exclusivity(unchecked) private var lastPlacement: (zoneID: RecordZone.ID, keptOwner: String?) = (.default, nil)
+    /// The database's context with the user record name the user directory gives the login,
+    /// read once, when a record first names an owner that is not plainly the current user.
+    private var directoryContext: DatabaseContext?
     /// Records whose parent is not stored yet, waiting for a later batch to write it (see
     /// ``ImportParentWaits``), and the items they released, to be batched before the next
     /// input item is read (the first is the one being batched).
@@ -340,10 +343,14 @@ final class ImportRun {
         var keptOwner: String?
         let owner = given.ownerName
         if owner != RecordZone.ID.currentUserDefaultOwner {
-            // The user record name the user directory gives the login (an imported CloudKit
-            // owner's, `users add LOGIN --record-name _…`), as every operation acts under.
-            let current = (try? await database.engineCall { [database] _, _ in try database.resolvedContext() }) ?? database.context
-            let isCurrentUser = owner == database.context.userName || database.context.isCurrentUser(owner) || current.isCurrentUser(owner)
+            var isCurrentUser = owner == database.context.userName || database.context.isCurrentUser(owner)
+            if !isCurrentUser, directoryContext == nil {
+                // The user record name the user directory gives the login (an imported CloudKit
+                // owner's, `users add LOGIN --record-name _…`), as every operation acts under.
+                directoryContext = (try? await database.engineCall { [database] _, _ in try database.resolvedContext() }) ?? database.context
+            }
+            let current = directoryContext ?? database.context
+            isCurrentUser = isCurrentUser || current.isCurrentUser(owner)
             guard isCurrentUser || given.isDefault || options.importsOwnersAsCurrentUser else {
                 let user = "'\(database.context.userName ?? "no user")'" + (current.userRecordName.map { ", user record name \($0)" } ?? "")
                 throw try await stopForZones(consumed: consumed, StratusError(
