@@ -8,6 +8,14 @@ import Testing
 // `NSPredicate(value: true)`, and sorts with `NSSortDescriptor(key:ascending:)`; under
 // `import CloudKit` those lines stay as written.
 @Suite struct FoundationPredicateTests {
+    /// The titles of the records of `recordType` that `predicate` matches, in title order.
+    private static func titles(of recordType: String, matching predicate: NSPredicate, in database: CKDatabase) async throws -> [String] {
+        let query = CKQuery(recordType: recordType, predicate: predicate)
+        query.sortDescriptors = [NSSortDescriptor(key: "title", ascending: true)]
+        let (results, _) = try await database.records(matching: query)
+        return try results.map { try $0.1.get()["title"] as? String ?? "" }
+    }
+
     private func savedNotes(_ titles: [String], in database: CKDatabase) async throws {
         for title in titles {
             let note = CKRecord(recordType: "Note")
@@ -20,12 +28,7 @@ import Testing
         try await TemporaryStore.with { store in
             let database = try CKContainer(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "ada").privateCloudDatabase
             try await savedNotes(["Milk", "Bread", "Eggs"], in: database)
-            func titles(_ predicate: NSPredicate) async throws -> [String] {
-                let query = CKQuery(recordType: "Note", predicate: predicate)
-                query.sortDescriptors = [NSSortDescriptor(key: "title", ascending: true)]
-                let (results, _) = try await database.records(matching: query)
-                return try results.map { try $0.1.get()["title"] as? String ?? "" }
-            }
+            func titles(_ predicate: NSPredicate) async throws -> [String] { try await Self.titles(of: "Note", matching: predicate, in: database) }
             #expect(try await titles(NSPredicate(value: true)) == ["Bread", "Eggs", "Milk"])
             #expect(try await titles(NSPredicate(value: false)) == [])
             let both = NSCompoundPredicate(andPredicateWithSubpredicates: [NSPredicate(value: true), NSCompoundPredicate(notPredicateWithSubpredicate: NSPredicate(value: false))])
@@ -48,12 +51,7 @@ import Testing
         try await TemporaryStore.with { store in
             let database = try CKContainer(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "ada").privateCloudDatabase
             try await savedNotes(["Milk", "Bread", "Butter"], in: database)
-            func titles(_ predicate: NSPredicate) async throws -> [String] {
-                let query = CKQuery(recordType: "Note", predicate: predicate)
-                query.sortDescriptors = [NSSortDescriptor(key: "title", ascending: true)]
-                let (results, _) = try await database.records(matching: query)
-                return try results.map { try $0.1.get()["title"] as? String ?? "" }
-            }
+            func titles(_ predicate: NSPredicate) async throws -> [String] { try await Self.titles(of: "Note", matching: predicate, in: database) }
             let startsWithB = NSPredicate(format: "title BEGINSWITH %@", "B")
             #expect(try await titles(SendablePredicate(startsWithB).value) == ["Bread", "Butter"])
             let copies = NSCompoundPredicate(andPredicateWithSubpredicates: [startsWithB.copy() as! NSPredicate, SendablePredicate(NSPredicate(format: "title != %@", "Bread")).value])
@@ -71,12 +69,7 @@ import Testing
         try await TemporaryStore.with { store in
             let database = try CKContainer(identifier: "iCloud.com.example.notes", storePath: store.path(), userName: "ada").privateCloudDatabase
             try await savedNotes(["Milk", "Bread", "Butter", "Eggs"], in: database)
-            func titles(_ predicate: NSPredicate) async throws -> [String] {
-                let query = CKQuery(recordType: "Note", predicate: predicate)
-                query.sortDescriptors = [NSSortDescriptor(key: "title", ascending: true)]
-                let (results, _) = try await database.records(matching: query)
-                return try results.map { try $0.1.get()["title"] as? String ?? "" }
-            }
+            func titles(_ predicate: NSPredicate) async throws -> [String] { try await Self.titles(of: "Note", matching: predicate, in: database) }
             #expect(try await titles(NSPredicate(format: "title BEGINSWITH %@", "B")) == ["Bread", "Butter"])
             #expect(try await titles(NSPredicate(format: "title IN %@", argumentArray: [["Eggs", "Milk", "Tea"]])) == ["Eggs", "Milk"])
             #expect(try await titles(NSPredicate(format: "%K == %@", "title", "Tea")) == [])
@@ -107,12 +100,7 @@ import Testing
                 if offset < 2 { task["list"] = CKRecord.Reference(recordID: list.recordID, action: .none) }
                 _ = try await database.save(task)
             }
-            func titles(_ predicate: NSPredicate) async throws -> [String] {
-                let query = CKQuery(recordType: "Task", predicate: predicate)
-                query.sortDescriptors = [NSSortDescriptor(key: "title", ascending: true)]
-                let (results, _) = try await database.records(matching: query)
-                return try results.map { try $0.1.get()["title"] as? String ?? "" }
-            }
+            func titles(_ predicate: NSPredicate) async throws -> [String] { try await Self.titles(of: "Task", matching: predicate, in: database) }
             // Written as CloudKit code writes them for Apple's platforms, casts and all.
             #expect(try await titles(NSPredicate(format: "due > %@", start as CVarArg)) == ["Bread", "Eggs"])
             #expect(try await titles(NSPredicate(format: "due <= %@", NSDate(timeIntervalSince1970: 1_700_000_000) as CVarArg)) == ["Milk"])
