@@ -188,7 +188,7 @@ struct DeleteCommand: Command {
             return .success
         }
         let failures = try FailureLog(path: rejectPath)
-        if let type { return try await deleteMatches(of: type, where: predicate, in: database, progress: progress, failures: failures) }
+        if let type { return try await deleteMatches(of: type, where: predicate, in: database, of: container, progress: progress, failures: failures) }
         let op = DeleteRecordsOperation(recordIDs: names.map { Record.ID(recordName: $0, zoneID: store.zoneID) })
         let counter = DeleteCounter()
         op.perRecordDeletionBlock = { id, kind in counter.add(kind, name: id.recordName) }
@@ -219,12 +219,17 @@ struct DeleteCommand: Command {
 
     /// Deletes the matches of `--type`/`--where` through ``RecordDeleter``: a query over every
     /// page feeding batched deletes, resumable with `--checkpoint`.
-    private func deleteMatches(of type: String, where predicate: QueryPredicate?, in database: Database, progress: Progress, failures: FailureLog) async throws -> ExitCode {
+    private func deleteMatches(of type: String, where given: QueryPredicate?, in database: Database, of container: Container, progress: Progress, failures: FailureLog) async throws -> ExitCode {
+        let job = QuerySelection.checkpointedJob(
+            named: "delete \(type) where \(QuerySelection.jobText(ofPredicate: predicateText)) in \(store.containerIdentifier)/\(store.scope)/\(store.zoneID.zoneName)"
+                + (asAdministrator ? " as administrator" : ""),
+            predicateText: predicateText, checkpointPath: checkpointPath)
+        let identity = job.name
+        // A job that goes on reads `now` as its first run did (see checkpointedJob).
+        let predicate = job.moment == nil ? given : try await WhereClause.typed(try QuerySelection.predicate(predicateText, now: job.moment), recordType: type, in: container)
         var options = RecordDeleter.Options()
         options.batchSize = batchSize
         let deleter = RecordDeleter(database: database, query: Query(recordType: type, predicate: predicate ?? .all), zoneID: store.zoneID, options: options)
-        let identity = "delete \(type) where \(QuerySelection.jobText(ofPredicate: predicateText)) in \(store.containerIdentifier)/\(store.scope)/\(store.zoneID.zoneName)"
-            + (asAdministrator ? " as administrator" : "")
         let resuming = checkpointPath.map { FileManager.default.fileExists(atPath: $0) } == true
         let checkpoint = try checkpointPath.map { try PipelineCheckpoint(store: PipelineCheckpointFile(path: $0, belongsTo: identity)) }
         // Once the file is known to be this delete's: a refused one says only why.

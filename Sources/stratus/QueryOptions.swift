@@ -84,6 +84,36 @@ struct QuerySelection {
         return "\(predicate)".replacingOccurrences(of: nowText, with: "now")
     }
 
+    /// A checkpointed `--where` job: its name, and the moment its predicate's `now` reads.
+    /// A job whose predicate reads `now` keeps the moment of its first run in its name (`…;
+    /// now=SECONDS`): a run that goes on from the checkpoint an earlier run left reads that
+    /// moment again, so it goes on over the records the first run matched (its position is a
+    /// place in that query). A job without `now`, or without a checkpoint, is named as it reads.
+    ///
+    /// - Returns: the name, and the moment (`nil`: the clock's, as any predicate reads `now`).
+    static func checkpointedJob(named name: String, predicateText: String, checkpointPath: String?) -> (name: String, moment: Date?) {
+        guard let checkpointPath, jobText(ofPredicate: predicateText).range(of: #"\bnow\b"#, options: .regularExpression) != nil else { return (name, nil) }
+        let marker = name + "; now="
+        // The earlier run's name, read before the file is locked and loaded (which checks it).
+        if let data = FileManager.default.contents(atPath: checkpointPath), data.count < PipelineCheckpointFile.maximumSize,
+           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let command = object["command"] as? String,
+           command.hasPrefix(marker), let seconds = Double(command.dropFirst(marker.count)), seconds.isFinite {
+            return (command, Date(timeIntervalSinceReferenceDate: seconds))
+        } else if let data = FileManager.default.contents(atPath: checkpointPath), data.count < PipelineCheckpointFile.maximumSize,
+                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], object["command"] as? String == name {
+            // Named without its moment (0.15.0's first form): goes on as named, `now` the clock's.
+            return (name, nil)
+        }
+        let moment = Date()
+        return (marker + String(moment.timeIntervalSinceReferenceDate), moment)
+    }
+
+    /// `--where` as `predicate(_:)` reads it, with `now` at `moment` (the clock's when nil).
+    static func predicate(_ text: String, now moment: Date?) throws -> QueryPredicate {
+        guard let moment else { return try predicate(text) }
+        return try QueryPredicate.$parsingMoment.withValue(moment) { try predicate(text) }
+    }
+
     static func predicate(_ text: String) throws -> QueryPredicate {
         do {
             return try QueryPredicate(format: text)

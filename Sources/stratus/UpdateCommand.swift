@@ -101,8 +101,9 @@ struct UpdateCommand: Command {
         }
         let failures = try FailureLog(path: rejectPath)
         let resuming = checkpointPath.map { FileManager.default.fileExists(atPath: $0) } == true
+        let job = QuerySelection.checkpointedJob(named: commandIdentity, predicateText: predicateText, checkpointPath: checkpointPath)
         let checkpoint = try checkpointPath.map { path in
-            try PipelineCheckpoint(store: PipelineCheckpointFile(path: path, belongsTo: commandIdentity))
+            try PipelineCheckpoint(store: PipelineCheckpointFile(path: path, belongsTo: job.name))
         }
         // Once the file is known to be this update's: a refused one says only why.
         if resuming, let checkpointPath { Interruption.logResuming(from: checkpointPath) }
@@ -111,7 +112,8 @@ struct UpdateCommand: Command {
         options.isDryRun = dryRun
         options.maximumFailures = maxErrors
         // --where dates are read by the schema's types, as a CSV cell's are.
-        let predicate = try await WhereClause.typed(self.predicate, recordType: recordType, in: container)
+        let predicate = try await WhereClause.typed(job.moment == nil ? self.predicate : try QuerySelection.predicate(predicateText, now: job.moment),
+                                                    recordType: recordType, in: container)
         let updater = RecordUpdater(
             database: database, query: Query(recordType: recordType, predicate: predicate), zoneID: store.zoneID,
             setting: fields.values, removing: fields.removed, encrypting: fields.encrypted, options: options)

@@ -228,7 +228,8 @@ enum WhereClause {
             return notes
         }
         guard nothingMatched else { return }
-        for note in notes { StratusCommand.log(note) }
+        var said: Set<String> = []
+        for note in notes where said.insert(note).inserted { StratusCommand.log(note) }
     }
 
     /// The fields `predicate` compares, in the order it names them.

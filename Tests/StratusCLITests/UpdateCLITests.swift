@@ -317,6 +317,39 @@ struct UpdateCLITests {
         }
     }
 
+    @Test("an update or delete whose --where reads now goes on from its checkpoint in a later run, over the records its first run matched", arguments: TestEngine.all)
+    func resumedJobsReadTheirFirstNow(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let mine = (1...8).filter { $0 != 5 }.map { #"{"recordName":"p\#($0)","recordType":"Post","fields":{"title":{"value":"draft","type":"STRING"}}}"# }
+            let theirs = #"{"recordName":"p5","recordType":"Post","fields":{"title":{"value":"draft","type":"STRING"}}}"#
+            #expect(try await cli.run(["import", try cli.file("mine.ndjson", mine.joined(separator: "\n") + "\n")]).exitCode == 0)
+            #expect(try await cli.run(["import", try cli.file("theirs.ndjson", theirs + "\n"), "--user", "bob"]).exitCode == 0)
+            let checkpoint = store.path("update.checkpoint")
+            let update = ["update", "--type", "Post", "--where", "modificationDate < now", "--set", "title=final", "--batch-size", "2", "--checkpoint", checkpoint]
+            // Bob's p5 fails in the third batch: the run stops after it, its checkpoint kept.
+            let stopped = try await cli.run(update + ["--max-errors", "0"])
+            #expect(stopped.exitCode == 65 && cli.exists(checkpoint), "\(stopped)")
+            // A record written after the first run's moment is not the job's.
+            #expect(try await cli.run(["import", "--quiet"], stdin: #"{"recordName":"p9","recordType":"Post","fields":{"title":{"value":"draft","type":"STRING"}}}"# + "\n").exitCode == 0)
+            let resumed = try await cli.run(update)
+            #expect(resumed.exitCode == 1 && resumed.stderr.contains("going on from the checkpoint") && resumed.stderr.contains("updated 2,"), "\(resumed)")
+            #expect(try await cli.count("Post", where: "title == 'final'") == 7)
+            #expect(!cli.exists(checkpoint))
+
+            // A delete's checkpoint keeps its first run's moment too: one whose job began at
+            // 2001-01-01 (before any record) deletes nothing where a new job deletes them all.
+            let deleteCheckpoint = store.path("delete.checkpoint")
+            let job = #"delete Post where modificationDate < now AND title == \"final\" in default/public/_defaultZone; now=0.0"#
+            _ = try cli.file("delete.checkpoint", #"{"command":"\#(job)","job":"pipeline-delete","position":null}"#)
+            let delete = ["delete", "--type", "Post", "--where", "modificationDate<now AND title=='final'", "--yes", "--checkpoint", deleteCheckpoint]
+            let early = try await cli.run(delete)
+            #expect(early.exitCode == 0 && early.stderr.contains("going on from the checkpoint") && early.stderr.contains("deleted 0,"), "\(early)")
+            let fresh = try await cli.run(delete)
+            #expect(fresh.exitCode == 0 && fresh.stderr.contains("deleted 7,") && !cli.exists(deleteCheckpoint), "\(fresh)")
+        }
+    }
+
     @Test("a checkpoint file larger than any checkpoint (a sparse file, another file named by mistake) is refused (65) before it is read, by update, import and copy, and left as it was", arguments: TestEngine.all)
     func hugeCheckpoints(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
