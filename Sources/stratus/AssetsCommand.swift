@@ -102,7 +102,7 @@ struct AssetsCommand: Command {
                                          followsSymlinks: followSymlinks, zoneIDs: store.zoneGiven ? [store.zoneID] : nil)
             let summary = try await attacher.run()
             for failure in summary.failures.prefix(10) { StratusCommand.log(failure) }
-            StratusCommand.log("attached \(summary.attached), not found \(summary.notFound), size differs \(summary.sizeDiffers), failed \(summary.failures.count)")
+            StratusCommand.note("attached \(summary.attached), not found \(summary.notFound), size differs \(summary.sizeDiffers), failed \(summary.failures.count)")
             return summary.failures.isEmpty ? .success : .someFailed
         case .get(let name, let field):
             let id = Record.ID(recordName: name, zoneID: store.zoneID)

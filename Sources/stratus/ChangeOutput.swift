@@ -216,7 +216,10 @@ final class ChangeOutput {
             // copy-and-truncate rotation): what it held was committed, and a kill cannot have
             // left more. Nothing to cut back: released, as a file moved away is, and written
             // as a new output; the changes it held are not written again.
-            StratusCommand.log("note: the output file \(committed.path) holds \(size) bytes, fewer than the \(committed.length) the token committed to it: something emptied or cut it since the last run (a consumer that truncates what it read?); the changes it held are not written again (to export the zone's whole history again, remove the token file)")
+            // Emptied is what a consumer that truncates what it read does every time (said unless
+            // --quiet); cut to some other length is worth a look whatever the options.
+            let said = "note: the output file \(committed.path) holds \(size) bytes, fewer than the \(committed.length) the token committed to it: something emptied or cut it since the last run (a consumer that truncates what it read?); the changes it held are not written again (to export the zone's whole history again, remove the token file)"
+            if size == 0 { StratusCommand.note(said) } else { StratusCommand.log(said) }
             if let link = committed.link { unlink(link) }
             tokens.outputCommit = nil
             try tokens.save()

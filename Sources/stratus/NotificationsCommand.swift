@@ -40,9 +40,10 @@ struct NotificationsCommand: Command {
     ]
     static let exitNotes: String? = """
         64 when the token is a place in another history (a change token of `stratus changes`,
-        another user's or container's notifications): it is kept; give the options it was made
-        with, or another FILE. 65 when the token has expired (its notifications were compacted,
-        or it belongs to another store): remove FILE to start again from what the feed keeps.
+        another user's, container's or store's notifications): it is kept; give the options it
+        was made with, or another FILE (a token of a store this one replaced is done with:
+        remove FILE). 65 when the token has expired (its notifications were compacted): remove
+        FILE to start again from what the feed keeps.
         75 when another run holds the token file, or the --exec command did not exit 0 (the
         batch comes again next time).
         """

@@ -125,7 +125,7 @@ struct SchemaCommand: Command {
                 // The file holds Users whether or not the stored schema declares it (SchemaWriter adds it).
                 var written = schema
                 written.includeUsersRecordType()
-                StratusCommand.log("wrote the \(store.environment) schema (\(Self.describe(written, countingUsers: true))) to \(path)")
+                StratusCommand.note("wrote the \(store.environment) schema (\(Self.describe(written, countingUsers: true))) to \(path)")
             } else {
                 try StandardOutput.write(SchemaWriter().data(for: schema))
             }
@@ -138,10 +138,10 @@ struct SchemaCommand: Command {
             let schema = file.keepingCompoundIndexes(of: before)
             let imported = try await Self.refusingData { try await container.replaceSchema(schema) }
             let changes = before.changes(to: imported)
-            StratusCommand.log("imported \(Self.shown(path)) as the development schema (\(Self.describe(file, countingUsers: declaresUsers))): \(changes.isEmpty ? "no change" : "\(changes.count) change(s)")")
+            StratusCommand.note("imported \(Self.shown(path)) as the development schema (\(Self.describe(file, countingUsers: declaresUsers))): \(changes.isEmpty ? "no change" : "\(changes.count) change(s)")")
             let kept = Self.compoundIndexCount(schema) - Self.compoundIndexCount(file)
             if kept > 0 {
-                StratusCommand.log("kept \(kept) compound index(es) of the stored schema, which the schema language cannot express")
+                StratusCommand.note("kept \(kept) compound index(es) of the stored schema, which the schema language cannot express")
             }
             // CloudKit's development schema may drop a type whose records remain; say so, so
             // that a type left out of a file by mistake is noticed.
@@ -173,7 +173,7 @@ struct SchemaCommand: Command {
             if let container = try Self.existingContainer(store) {
                 try await Self.refusingData { try await container.container(in: .development).checkSchemaReplacement(schema, for: "import \(Self.shown(path))") }
             }
-            StratusCommand.log("\(Self.shown(path)) is valid (\(Self.describe(schema, countingUsers: declaresUsers)))")
+            StratusCommand.note("\(Self.shown(path)) is valid (\(Self.describe(schema, countingUsers: declaresUsers)))")
             return .success
 
         case .diff(let path):
@@ -190,14 +190,14 @@ struct SchemaCommand: Command {
             let production = try await container.container(in: .production).schema()
             let deployed = try await Self.refusingData { try await container.deploySchema() }
             let changes = production.changes(to: deployed)
-            for change in changes { StratusCommand.log("deployed: \(change)") }
-            StratusCommand.log(changes.isEmpty ? "production already had the development schema" : "deployed \(changes.count) change(s) to production (\(Self.describe(deployed, countingUsers: false, sayingSo: true)))")
+            for change in changes { StratusCommand.note("deployed: \(change)") }
+            StratusCommand.note(changes.isEmpty ? "production already had the development schema" : "deployed \(changes.count) change(s) to production (\(Self.describe(deployed, countingUsers: false, sayingSo: true)))")
             return .success
 
         case .reset:
             let container = try store.openContainer(.existing)
             try await container.resetDevelopmentEnvironment()
-            StratusCommand.log("reset the development environment of \(container.identifier): its records and zones are deleted, its schema is production's")
+            StratusCommand.note("reset the development environment of \(container.identifier): its records and zones are deleted, its schema is production's")
             return .success
         }
     }

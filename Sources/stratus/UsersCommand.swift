@@ -268,7 +268,7 @@ struct UsersCommand: Command {
                                            emailAddresses: discovery.emailAddresses, phoneNumbers: discovery.phoneNumbers, nameComponents: discovery.nameComponents,
                                            isDiscoverable: discovery.isDiscoverable ?? existing?.isDiscoverable ?? false)
             try await Self.changingDirectory { try await container.saveUsers([entry]) }
-            StratusCommand.log("\(existing == nil ? "added" : "replaced") \(login): \(Self.described(entry))")
+            StratusCommand.note("\(existing == nil ? "added" : "replaced") \(login): \(Self.described(entry))")
             if let lookalike {
                 func spelled(_ text: String) -> String { text.unicodeScalars.map { $0.isASCII ? String($0) : String(format: "U+%04X", $0.value) }.joined(separator: " ") }
                 StratusCommand.log("note: the login \(login) (\(spelled(login))) differs from the login \(lookalike.login) (\(spelled(lookalike.login)), \(lookalike.userRecordName)) only in how its Unicode characters are composed: they are two users; `users remove` the one not wanted")
@@ -288,11 +288,11 @@ struct UsersCommand: Command {
             }
             let entry = changes.applied(to: existing)
             guard entry != existing else {
-                StratusCommand.log("\(login) unchanged: \(Self.described(entry))")
+                StratusCommand.note("\(login) unchanged: \(Self.described(entry))")
                 return .success
             }
             try await Self.changingDirectory { try await container.saveUsers([entry]) }
-            StratusCommand.log("edited \(login): \(Self.described(entry))")
+            StratusCommand.note("edited \(login): \(Self.described(entry))")
             try await noteProblems(of: entry, roles: changes.addedRoles, in: container)
             return .success
 
@@ -301,7 +301,9 @@ struct UsersCommand: Command {
             let known = try await container.users()
             try await Self.changingDirectory { try await container.removeUsers(logins: logins) }
             let missing = logins.filter { login in !known.contains { $0.hasLogin(login) } }
-            StratusCommand.log("removed \(logins.count - missing.count) of \(logins.count)" + (missing.isEmpty ? "" : "; not in the directory: \(missing.joined(separator: ", "))"))
+            // Logins not in the directory are worth a look even under --quiet.
+            let said = "removed \(logins.count - missing.count) of \(logins.count)" + (missing.isEmpty ? "" : "; not in the directory: \(missing.joined(separator: ", "))")
+            if missing.isEmpty { StratusCommand.note(said) } else { StratusCommand.log(said) }
             return .success
 
         case .rowSecurity(let group, let printOnly):
@@ -313,7 +315,7 @@ struct UsersCommand: Command {
                 try StandardOutput.write(try postgres.rowLevelSecuritySQL(group: group))
             } else {
                 try postgres.enableRowLevelSecurity(group: group)
-                StratusCommand.log("members of \(group) now reach the public database and their own private rows only, in \(postgres.redactedURL)")
+                StratusCommand.note("members of \(group) now reach the public database and their own private rows only, in \(postgres.redactedURL)")
             }
             return .success
         }

@@ -79,6 +79,26 @@ struct UsersCLITests {
             let other = line.replacingOccurrences(of: owner, with: "_fedcba9876543210fedcba9876543210")
             let refused = try await cli.run(["import", try cli.file("other.ndjson", other + "\n"), "--database", "private", "--user", "me", "--create-zones"])
             #expect(refused.exitCode == 77 && refused.stderr.contains("user record name \(owner)") && refused.stderr.contains("stratus users add LOGIN --record-name _fedcba9876543210fedcba9876543210"), "\(refused)")
+            // An owner named like a login (a Stratus export's) is that login's: --user.
+            let login = line.replacingOccurrences(of: owner, with: "bob")
+            let byLogin = try await cli.run(["import", try cli.file("bob.ndjson", login + "\n"), "--database", "private", "--user", "me", "--create-zones"])
+            #expect(byLogin.exitCode == 77 && byLogin.stderr.contains("or as that user (--user bob)") && !byLogin.stderr.contains("users add"), "\(byLogin)")
+        }
+    }
+
+    @Test("--quiet leaves out what users and schema commands say of work done, and keeps what is worth a look", arguments: TestEngine.all)
+    func quietDirectoryAndSchema(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let schema = try cli.file("roles.ckdb", "DEFINE SCHEMA\n    CREATE ROLE editor;\n    RECORD TYPE Note (\n        title STRING,\n        GRANT READ TO \"_world\"\n    );\n")
+            for command in [["schema", "validate", schema], ["schema", "import", schema], ["users", "add", "carol", "--role", "editor"],
+                            ["users", "edit", "carol", "--email", "carol@example.com"], ["users", "remove", "carol"],
+                            ["schema", "export", "--output", store.path("out.ckdb")], ["schema", "deploy"]] {
+                let quiet = try await cli.run(command + ["--quiet"])
+                #expect(quiet.exitCode == 0 && quiet.stderr.isEmpty, "\(command): \(quiet)")
+            }
+            let missing = try await cli.run(["users", "remove", "nobody", "--quiet"])
+            #expect(missing.exitCode == 0 && missing.stderr.contains("not in the directory: nobody"), "\(missing)")
         }
     }
 

@@ -52,7 +52,7 @@ extension ZoneConformance {
                     systemFields[deletion.recordID.recordName] = nil
                 }
                 fetchedNames += changes.modifications.map(\.record.recordID.recordName)
-                #expect(Set(changes.modifications).count == changes.modifications.count, "a record once in a batch")
+                #expect(Set(changes.modifications.map(\.record.recordID)).count == changes.modifications.count, "a record once in a batch")
                 fetchedModifications += changes.modifications.count
                 fetchedDeletions += changes.deletions.count
             case .sentRecordZoneChanges(let sent):

@@ -355,7 +355,7 @@ final class ImportRun {
                 let user = "'\(database.context.userName ?? "no user")'" + (current.userRecordName.map { ", user record name \($0)" } ?? "")
                 throw try await stopForZones(consumed: consumed, StratusError(
                     .permissionFailure,
-                    "line \(line): record '\(recordName)' is in zone '\(given.zoneName)' of owner '\(owner)', who is not the current user (\(user)); import it as the current user's zone with --owner-as-current-user (RecordImporter.Options.importsOwnersAsCurrentUser), or as the login whose user record name the owner is (`stratus users add LOGIN --record-name \(owner)` makes one; then --user LOGIN)",
+                    "line \(line): record '\(recordName)' is in zone '\(given.zoneName)' of owner '\(owner)', who is not the current user (\(user)); import it as the current user's zone with --owner-as-current-user (RecordImporter.Options.importsOwnersAsCurrentUser), \(owner.hasPrefix("_") ? "or as the login whose user record name the owner is (`stratus users add LOGIN --record-name \(owner)` makes one; then --user LOGIN)" : "or as that user (--user \(owner))")",
                     zoneID: given))
             }
             zoneID = RecordZone.ID(zoneName: given.zoneName)

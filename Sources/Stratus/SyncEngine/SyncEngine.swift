@@ -744,6 +744,9 @@ public final class SyncEngine: Sendable, CustomStringConvertible {
         do {
             let first = try await requests.zoneChangeBatch(inZoneWith: zoneID, since: token, desiredKeys: [], resultsLimit: 1)
             return !first.changes.isEmpty || !first.failures.isEmpty || first.moreComing
+        } catch let error as StratusError where Self.transientCodes.contains(error.code) {
+            // As the poll's own look: a store that is busy or away now is asked again next time.
+            return false
         } catch {
             // A zone gone or a token expired: the fetch finds out and reports it.
             return true
