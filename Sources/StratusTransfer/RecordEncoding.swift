@@ -136,7 +136,7 @@ struct RecordEncoding: RecordBatchEncoder {
                 }
                 if type == .double || type == .doubleList, let inexact = Self.wholeNumberNoDoubleHolds(value) {
                     // Read back, the cell would be refused (or another number): not a file to write.
-                    throw fail("field '\(key)' holds the whole number \(inexact), which its \(type!.rawValue) column cannot hold exactly (a double has 53 bits); give the column the type \(value.type.rawValue) (--fields \(key):\(value.type.rawValue))")
+                    throw fail("field '\(key)' holds the whole number \(inexact), which its \(type!.rawValue) column cannot hold exactly (a double has 53 bits); give the column the type \(value.type.rawValue) (--fields \(key):\(value.type.rawValue)) if the field holds no fractions, else export as record JSON, which keeps each value's type")
                 }
                 if encrypted.contains(key) != columnEncrypted {
                     let hint = columnEncrypted ? "" : "; give the column the type \(value.type.name(encrypted: true)) (csvEncryptedFields, --fields \(key):\(value.type.name(encrypted: true)))"
