@@ -95,15 +95,13 @@ struct QuerySelection {
         guard let checkpointPath, jobText(ofPredicate: predicateText).range(of: #"\bnow\b"#, options: .regularExpression) != nil else { return (name, nil) }
         let marker = name + "; now="
         // The earlier run's name, read before the file is locked and loaded (which checks it).
-        if let data = FileManager.default.contents(atPath: checkpointPath), data.count < PipelineCheckpointFile.maximumSize,
-           let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let command = object["command"] as? String,
-           command.hasPrefix(marker), let seconds = Double(command.dropFirst(marker.count)), seconds.isFinite {
-            return (command, Date(timeIntervalSinceReferenceDate: seconds))
-        } else if let data = FileManager.default.contents(atPath: checkpointPath), data.count < PipelineCheckpointFile.maximumSize,
-                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], object["command"] as? String == name {
-            // Named without its moment (0.15.0's first form): goes on as named, `now` the clock's.
-            return (name, nil)
+        let earlier = PipelineCheckpointFile.jobName(inFileAt: checkpointPath)
+        if let earlier, earlier.hasPrefix(marker), let seconds = Double(earlier.dropFirst(marker.count)), seconds.isFinite {
+            return (earlier, Date(timeIntervalSinceReferenceDate: seconds))
         }
+        // Named without its moment (a checkpoint of this version's first form): goes on as
+        // named, `now` the clock's.
+        if earlier == name { return (name, nil) }
         let moment = Date()
         return (marker + String(moment.timeIntervalSinceReferenceDate), moment)
     }

@@ -72,6 +72,11 @@ struct JobFileTests {
             try first.save(entry)
         }
         #expect(try PipelineCheckpointFile(path: pipelinePath, belongsTo: "reprice by 10%").load() == entry)
+        // The job a file names, read without taking it as any job's.
+        #expect(PipelineCheckpointFile.jobName(inFileAt: pipelinePath) == "reprice by 10%")
+        #expect(PipelineCheckpointFile.jobName(inFileAt: folder.path("none.checkpoint")) == nil)
+        let other = try folder.writeFile("import.json", Data(#"{"input":"records.ndjson","inputSize":4096,"committedItems":40}"#.utf8))
+        #expect(PipelineCheckpointFile.jobName(inFileAt: other.path) == nil, "an import's checkpoint names no pipeline job")
 
         let copyPath = folder.path("copy.checkpoint")
         var progress = StoreCopier.Checkpoint(sourceIdentifier: "source-1", destinationIdentifier: "destination-1")

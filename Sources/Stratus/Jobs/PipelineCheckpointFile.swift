@@ -57,6 +57,19 @@ public final class PipelineCheckpointFile: PipelineCheckpointStore, @unchecked S
         self.owner = owner
     }
 
+    /// The job an existing checkpoint file names (what `belongsTo` said when it was saved),
+    /// read without locking it, or nil when there is no such file or it holds no checkpoint:
+    /// for a job that keeps something of its first run in its name (the moment its predicate
+    /// read `now`) and finds it here before it opens the file as that job's.
+    ///
+    /// ```swift
+    /// let earlier = PipelineCheckpointFile.jobName(inFileAt: "cleanup.checkpoint")
+    /// ```
+    public static func jobName(inFileAt path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: path), data.count <= maximumSize else { return nil }
+        return (try? JSONDecoder().decode(Contents.self, from: data))?.command
+    }
+
     /// The entry an earlier run saved, or nil when there is no file.
     ///
     /// - Throws: ``JobFileError``: `belongsToAnotherJob` for another job's file, `damaged`,
