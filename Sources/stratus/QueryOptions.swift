@@ -71,8 +71,8 @@ struct QuerySelection {
     }
 
     /// A `--where` as a checkpoint names its job: the canonical form, so that spacing and
-    /// quoting make no other job, with `now` as the word (each run reads it when it starts, as
-    /// a new run would: a moment in the name would make a resumed run another job).
+    /// quoting make no other job, with `now` as the word (``checkpointedJob(named:predicateText:checkpointPath:)``
+    /// adds the moment the job's first run read).
     static func jobText(ofPredicate text: String) -> String {
         // No moment a predicate would name: -123456789.25 s from 2001.
         let moment = Date(timeIntervalSinceReferenceDate: -123_456_789.25)
