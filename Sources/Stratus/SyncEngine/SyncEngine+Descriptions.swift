@@ -56,21 +56,26 @@ extension SyncEngine.Event.FetchedDatabaseChanges: CustomStringConvertible {
 
 extension SyncEngine.Event.FetchedRecordZoneChanges: CustomStringConvertible {
     /// How many records changed and were deleted.
-    public var description: String { "FetchedRecordZoneChanges(\(modifications.count) modification(s), \(deletions.count) deletion(s))" }
+    public var description: String { "FetchedRecordZoneChanges(\(counts))" }
+
+    /// What the event's and this description say: how many of each.
+    var counts: String { "\(modifications.count) modification(s), \(deletions.count) deletion(s)" }
 }
 
 extension SyncEngine.Event.SentDatabaseChanges: CustomStringConvertible {
     /// How many zone saves and deletions succeeded and failed.
-    public var description: String {
-        "SentDatabaseChanges(\(savedZones.count) saved, \(failedZoneSaves.count) failed, \(deletedZoneIDs.count) deleted, \(failedZoneDeletes.count) failed deletes)"
-    }
+    public var description: String { "SentDatabaseChanges(\(counts))" }
+
+    /// What the event's and this description say: how many of each.
+    var counts: String { "\(savedZones.count) saved, \(failedZoneSaves.count) failed, \(deletedZoneIDs.count) deleted, \(failedZoneDeletes.count) failed deletes" }
 }
 
 extension SyncEngine.Event.SentRecordZoneChanges: CustomStringConvertible {
     /// How many record saves and deletions succeeded and failed.
-    public var description: String {
-        "SentRecordZoneChanges(\(savedRecords.count) saved, \(failedRecordSaves.count) failed, \(deletedRecordIDs.count) deleted, \(failedRecordDeletes.count) failed deletes)"
-    }
+    public var description: String { "SentRecordZoneChanges(\(counts))" }
+
+    /// What the event's and this description say: how many of each.
+    var counts: String { "\(savedRecords.count) saved, \(failedRecordSaves.count) failed, \(deletedRecordIDs.count) deleted, \(failedRecordDeletes.count) failed deletes" }
 }
 
 extension SyncEngine.Event.WillFetchChanges: CustomStringConvertible {
