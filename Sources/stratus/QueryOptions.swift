@@ -92,7 +92,7 @@ struct QuerySelection {
     ///
     /// - Returns: the name, and the moment (`nil`: the clock's, as any predicate reads `now`).
     static func checkpointedJob(named name: String, predicateText: String, checkpointPath: String?) -> (name: String, moment: Date?) {
-        guard let checkpointPath, jobText(ofPredicate: predicateText).range(of: #"\bnow\b"#, options: .regularExpression) != nil else { return (name, nil) }
+        guard let checkpointPath, readsNow(predicateText) else { return (name, nil) }
         let marker = name + "; now="
         // The earlier run's name, read before the file is locked and loaded (which checks it).
         let earlier = PipelineCheckpointFile.jobName(inFileAt: checkpointPath)
@@ -104,6 +104,14 @@ struct QuerySelection {
         if earlier == name { return (name, nil) }
         let moment = Date()
         return (marker + String(moment.timeIntervalSinceReferenceDate), moment)
+    }
+
+    /// Whether the predicate reads `now`: parsed at two moments, it is two predicates (a string
+    /// that spells "now" is no reading of it).
+    private static func readsNow(_ text: String) -> Bool {
+        let one = try? predicate(text, now: Date(timeIntervalSinceReferenceDate: 0))
+        let other = try? predicate(text, now: Date(timeIntervalSinceReferenceDate: 1))
+        return one != other
     }
 
     /// `--where` as `predicate(_:)` reads it, with `now` at `moment` (the clock's when nil).

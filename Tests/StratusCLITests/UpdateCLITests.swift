@@ -347,6 +347,11 @@ struct UpdateCLITests {
             #expect(early.exitCode == 0 && early.stderr.contains("going on from the checkpoint") && early.stderr.contains("deleted 0,"), "\(early)")
             let fresh = try await cli.run(delete)
             #expect(fresh.exitCode == 0 && fresh.stderr.contains("deleted 7,") && !cli.exists(deleteCheckpoint), "\(fresh)")
+
+            // A string that spells "now" reads no moment: the job is named as it reads.
+            _ = try cli.file("word.checkpoint", #"{"command":"update Post where title == \"now\" set title=later in default/public/_defaultZone","job":"pipeline-word","position":null}"#)
+            let word = try await cli.run(["update", "--type", "Post", "--where", "title == 'now'", "--set", "title=later", "--checkpoint", store.path("word.checkpoint")])
+            #expect(word.exitCode == 0 && word.stderr.contains("going on from the checkpoint"), "\(word)")
         }
     }
 
