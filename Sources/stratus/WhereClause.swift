@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import Stratus
+@_spi(StratusEngine) import Stratus
 import StratusTransfer
 
 /// A command's `--where`, read against the environment's schema before it runs:
@@ -187,7 +187,20 @@ enum WhereClause {
             if QueryCommand.givesAdvice { noteUndeclaredFields(sorts.map(\.key), of: typeSchema, untilKnownWhetherAnyMatched: false) }
         }
         guard predicate != .all && predicate != .none else { return predicate }
-        return try typed(predicate, by: typeSchema)
+        let typedPredicate = try typed(predicate, by: typeSchema)
+        try checkRunnable(typedPredicate, recordType: recordType)
+        return typedPredicate
+    }
+
+    /// Refuses before the store is read, as the usage error it is, a condition no query runs
+    /// (bytes compared with `==`): the operation would refuse it only once running, without
+    /// saying which option was wrong.
+    private static func checkRunnable(_ predicate: QueryPredicate, recordType: String) throws {
+        do {
+            _ = try CompiledQuery(Query(recordType: recordType, predicate: predicate), zoneID: .default, desiredKeys: nil)
+        } catch let error as StratusError where error.code == .invalidArguments {
+            throw UsageError(message: "--where: \(error.message)")
+        }
     }
 
     /// A filter on a field the development schema does not declare matches nothing (a

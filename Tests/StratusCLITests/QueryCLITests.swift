@@ -331,14 +331,14 @@ struct QueryCLITests {
         }
     }
 
-    @Test("--where reads a string compared with a REFERENCE field as a record name; a condition whose form no field of its declared type can match is exit 64 in query, count, update and delete", arguments: TestEngine.all)
+    @Test("--where reads a string compared with a REFERENCE field as a record name; a condition whose form no field of its declared type can match, or no query runs, is exit 64 in query, count, update and delete", arguments: TestEngine.all)
     func conditionsByDeclaredType(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
             let records = [
                 #"{"recordName":"a","recordType":"T","fields":{"r":{"value":{"recordName":"r01","action":"NONE"},"type":"REFERENCE"},"#
                     + #""tags":{"value":["red","blue"],"type":"STRING_LIST"},"nums":{"value":[1,2],"type":"INT64_LIST"},"#
-                    + #""loc":{"value":{"latitude":1,"longitude":2},"type":"LOCATION"},"n":{"value":12,"type":"INT64"},"s":{"value":"red","type":"STRING"}}}"#,
+                    + #""loc":{"value":{"latitude":1,"longitude":2},"type":"LOCATION"},"n":{"value":12,"type":"INT64"},"s":{"value":"red","type":"STRING"},"blob":{"value":"AAEC","type":"BYTES"}}}"#,
                 #"{"recordName":"b","recordType":"T","fields":{"r":{"value":{"recordName":"r02","action":"NONE"},"type":"REFERENCE"},"n":{"value":3,"type":"INT64"}}}"#,
                 #"{"recordName":"c","recordType":"T","fields":{"mix":{"value":1,"type":"NUMBER_INT64"},"refs":{"value":[{"recordName":"a","action":"NONE"}],"type":"REFERENCE_LIST"}}}"#,
             ]
@@ -361,6 +361,8 @@ struct QueryCLITests {
                 ("n == REFERENCE('a')", "n is INT64 in the schema, and the condition compares it with a reference"),
                 ("n < CAST(0, 'NSDate')", "n is INT64 in the schema, and the condition compares it with a date"),
                 ("s IN {'x', LOCATION(1, 2)}", "s is STRING in the schema, and the condition compares it with a location"),
+                // No query compares bytes: refused before the store is read, as the option it is.
+                ("blob == BYTES('AAEC')", "--where: cannot compare with == on 'blob' against a BYTES value"),
             ] {
                 for command in [["count"], ["query"], ["update", "--set", "n=1"], ["delete", "--yes"]] {
                     let result = try await cli.run(command + ["--type", "T", "--where", condition])

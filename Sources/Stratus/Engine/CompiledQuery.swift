@@ -215,7 +215,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
 
     private static func family(of value: FieldValue, _ key: QueryKey, _ operation: String) throws -> QueryRules.OrderedFamily {
         guard let family = QueryRules.orderedFamily(of: value) else {
-            throw StratusError(.invalidArguments, "cannot \(operation) on '\(key)' against a \(value.type.rawValue) value")
+            throw StratusError(.invalidArguments, "cannot \(operation) on '\(key)' against a \(value.type.rawValue) value: a query compares strings, numbers, dates and references (locations by distance), as CloudKit's do")
         }
         return family
     }
