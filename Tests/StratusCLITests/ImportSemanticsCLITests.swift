@@ -210,6 +210,44 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("an update that names the record's zone, or a records/modify request's forceUpdate, changes its fields and keeps the stored share, pluginFields and other members; a changes answer's record without fields keeps the stored fields as they came (found by a data tester: both were lost)", arguments: TestEngine.all)
+    func updatesKeepWhatTheyDoNotName(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let place = ["--database", "private", "--owner-as-current-user"]
+            let zone = #"{"zoneName":"SZ","ownerRecordName":"\#(Self.cloudKitUser)","zoneType":"REGULAR_CUSTOM_ZONE"}"#
+            let stored = #"{"records":[{"recordName":"root1","recordType":"Doc","zoneID":\#(zone),"fields":{"n":{"value":1,"type":"INT64"},"#
+                + #""ref":{"value":{"recordName":"f1","action":"VALIDATE"},"type":"REFERENCE"},"loc":{"value":{"latitude":1,"longitude":2},"type":"LOCATION"},"#
+                + #""enc":{"value":"ALBUM_NAME_ENC_001","type":"ENCRYPTED_BYTES"}},"#
+                + #""share":{"recordName":"share-AAA","zoneID":\#(zone)},"pluginFields":{"p":1},"shortGUID":"0abc","recordChangeTag":"rt1","#
+                + #""created":{"timestamp":1,"userRecordName":"\#(Self.cloudKitUser)","deviceID":"2"},"modified":{"timestamp":2,"userRecordName":"\#(Self.cloudKitUser)","deviceID":"2"}}]}"#
+            #expect(try await cli.run(["import", "--quiet", "--create-zones", try cli.file("base.json", stored)] + place).exitCode == 0)
+            func exported() async throws -> [String: Any] {
+                try #require(try await cli.exported("Doc", extra: ["--zone", "SZ", "--database", "private"])["root1"])
+            }
+            let request = #"{"zoneID":\#(zone),"operations":[{"operationType":"forceUpdate","record":{"recordName":"root1","recordType":"Doc","fields":{"n":{"value":5}}}}]}"#
+            Summary.expectImport(try await cli.run(["import", try cli.file("request.json", request)] + place), updated: 1)
+            let ndjson = #"{"recordName":"root1","recordType":"Doc","zoneID":\#(zone),"fields":{"n":{"value":6,"type":"INT64"}}}"# + "\n"
+            Summary.expectImport(try await cli.run(["import"] + place, stdin: ndjson), updated: 1)
+            let updated = try await exported()
+            #expect(JSONLine.value(updated, "n") == "6", "\(updated)")
+            #expect((updated["share"] as? [String: Any])?["recordName"] as? String == "share-AAA", "\(updated)")
+            #expect((updated["pluginFields"] as? [String: Any])?["p"] as? Int == 1, "\(updated)")
+            #expect(updated["shortGUID"] as? String == "0abc", "\(updated)")
+            // A changes answer's record without fields: its version, the stored fields as they came.
+            let fieldsBefore = try #require(updated["fields"] as? [String: Any])
+            let answer = #"{"zones":[{"zoneID":{"zoneName":"SZ"},"records":[{"recordName":"root1","recordType":"Doc","recordChangeTag":"t2"}]}]}"#
+            Summary.expectImport(try await cli.run(["import", try cli.file("answer.json", answer)] + place), updated: 1)
+            let afterAnswer = try await exported()
+            let fieldsAfter = try #require(afterAnswer["fields"] as? [String: Any])
+            #expect(NSDictionary(dictionary: fieldsAfter) == NSDictionary(dictionary: fieldsBefore), "\(fieldsAfter) against \(fieldsBefore)")
+            let ref = (fieldsAfter["ref"] as? [String: Any])?["value"] as? [String: Any]
+            #expect(ref?["action"] as? String == "VALIDATE", "\(afterAnswer)")
+            #expect((fieldsAfter["enc"] as? [String: Any])?["value"] as? String == "ALBUM_NAME_ENC_001", "\(afterAnswer)")
+            #expect(((fieldsAfter["loc"] as? [String: Any])?["value"] as? [String: Any])?.keys.sorted() == ["latitude", "longitude"], "\(afterAnswer)")
+        }
+    }
+
     @Test("a forced import that changes a record under the change tag it already has gets a new tag, so a writer holding the old version cannot overwrite it unseen", arguments: TestEngine.all)
     func sameTagOtherContentIsANewVersion(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

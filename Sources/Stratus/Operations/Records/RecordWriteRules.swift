@@ -315,21 +315,22 @@ enum RecordWriteRules {
     }
 
     /// What a save keeps of the records' CloudKit JSON extras (``Record/JSONExtras``): kept
-    /// fields as the fields are merged; the record's own members from the incoming record when
-    /// it has some (or replaces the record), else the stored record's; what describes system
-    /// fields only while those system fields are kept.
+    /// fields as the fields are merged; the record's own members as the incoming record gives
+    /// them, over the stored record's unless it replaces the record (an update that names its
+    /// zone keeps the stored `share` and `pluginFields`); what describes system fields only
+    /// while those system fields are kept.
     private static func mergedExtras(_ save: PreparedSave, existing: Record?, replacing: Bool, keepsSystemFields keep: Bool) -> Record.JSONExtras {
         let incoming = save.jsonExtras
         let stored = existing?.jsonExtras ?? Record.JSONExtras()
         // Records made in Swift (not read from CloudKit JSON) have none: nothing to merge.
         if incoming.isEmpty && (existing == nil || stored.isEmpty) { return incoming }
-        var incomingRecordLevel = incoming
-        incomingRecordLevel.fields = [:]
-        var merged = existing == nil || replacing || !incomingRecordLevel.isEmpty ? incomingRecordLevel : stored
+        var merged = existing == nil || replacing ? incoming : recordLevel(incoming, over: stored)
         merged.fields = [:]
         // A parent set in Swift replaces the one whose JSON was kept (Record.parent drops it).
         if save.parentChanged && incoming.members["parent"] == nil { merged.members["parent"] = nil }
-        if existing != nil && !replacing {
+        // A CloudKit answer's record without `fields` (a request that named no keys) keeps the
+        // stored fields (``resolve``), so it keeps their JSON as it came too.
+        if existing != nil && (!replacing || incoming.absentKeys.contains("fields")) {
             merged.fields = stored.fields
             for key in save.changedKeys { merged.fields[key] = incoming.fields[key] }
         } else {
@@ -345,6 +346,25 @@ enum RecordWriteRules {
             let source = key.hasPrefix("created") ? (existing != nil || keep ? creationSource : Record.JSONExtras()) : modificationSource
             if source.absentKeys.contains(key) { merged.absentKeys.insert(key) }
         }
+        return merged
+    }
+
+    /// The record-level extras of an update: the incoming record's members over the stored
+    /// record's (a record that names its zone, or gives `pluginFields`, says nothing of the
+    /// stored `share`); its zone's members when it names its zone, else the stored record's;
+    /// `fields` absent only when neither had them. What describes system fields is decided by
+    /// ``mergedExtras`` after.
+    private static func recordLevel(_ incoming: Record.JSONExtras, over stored: Record.JSONExtras) -> Record.JSONExtras {
+        var merged = stored
+        for (key, text) in incoming.members { merged.members[key] = text }
+        let zoneMarks: Set<String> = ["zoneID", "zoneID.ownerRecordName"]
+        if !incoming.zoneIDMembers.isEmpty || incoming.ownerRecordName != nil || !incoming.absentKeys.isDisjoint(with: zoneMarks) {
+            merged.zoneIDMembers = incoming.zoneIDMembers
+            merged.ownerRecordName = incoming.ownerRecordName
+            merged.absentKeys.subtract(zoneMarks)
+            merged.absentKeys.formUnion(incoming.absentKeys.intersection(zoneMarks))
+        }
+        if !incoming.absentKeys.contains("fields") { merged.absentKeys.remove("fields") }
         return merged
     }
 
