@@ -473,7 +473,7 @@ extension RecordReader {
                 return .success(.bytes(data))
             case .reference where !startsJSON:
                 guard let text = plain() else { return .failure(invalid("is not valid UTF-8")) }
-                do throws(StratusError) { try Naming.checkRecordName(text) } catch { return .failure(invalid("names a bad record: \(error.message)")) }
+                do throws(StratusError) { try Naming.checkRecordName(text, allowSystemNames: true) } catch { return .failure(invalid("names a bad record: \(error.message)")) }
                 return .success(.reference(Record.Reference(recordID: Record.ID(recordName: text, zoneID: zone), action: .none)))
             case .asset where !startsJSON:
                 guard let text = plain() else { return .failure(invalid("is not valid UTF-8")) }

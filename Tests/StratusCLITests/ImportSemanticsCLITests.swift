@@ -248,6 +248,29 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("a reference, a reference list's element or a parent may name a user's record (an author field), as a save in Swift may; update --set sets one too (found by a data tester: each was rejected)", arguments: TestEngine.all)
+    func referencesToUserRecords(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let user = Self.cloudKitUser
+            let lines = [
+                #"{"recordName":"post1","recordType":"Post","fields":{"author":{"value":{"recordName":"\#(user)","action":"NONE"},"type":"REFERENCE"}}}"#,
+                #"{"recordName":"post2","recordType":"Post","fields":{"authors":{"value":[{"recordName":"\#(user)","action":"NONE"}],"type":"REFERENCE_LIST"}}}"#,
+                #"{"recordName":"post3","recordType":"Post","parent":{"recordName":"\#(user)"},"fields":{}}"#,
+            ]
+            let place = ["--database", "private"]
+            Summary.expectImport(try await cli.run(["import"] + place, stdin: lines.joined(separator: "\n") + "\n"), imported: 3)
+            #expect(try await cli.count("Post", where: "author == '\(user)'", extra: place) == 1)
+            #expect(try await cli.count("Post", where: "authors CONTAINS '\(user)'", extra: place) == 1)
+            let other = "_fedcba9876543210fedcba9876543210"
+            let updated = try await cli.run(["update", "--type", "Post", "--where", "author == '\(user)'", "--set", "author=\(other)"] + place)
+            #expect(updated.exitCode == 0, "\(updated)")
+            #expect(try await cli.count("Post", where: "author == '\(other)'", extra: place) == 1)
+            let exported = try await cli.exported("Post", extra: place)
+            #expect((exported["post3"]?["parent"] as? [String: Any])?["recordName"] as? String == user, "\(exported)")
+        }
+    }
+
     @Test("a forced import that changes a record under the change tag it already has gets a new tag, so a writer holding the old version cannot overwrite it unseen", arguments: TestEngine.all)
     func sameTagOtherContentIsANewVersion(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
