@@ -108,6 +108,13 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             return
         }
         try migrate()
+        // SQLite writes a new file's first transaction (the tables) through a rollback journal,
+        // so the writer of a store it just made has not opened its log: a read opens it, or a
+        // run that then writes nothing would not know the log it leaves at exit as its own.
+        try writerLock.withLock {
+            defer { writer.resetActiveStatements() }
+            _ = try writer.queryText("SELECT count(*) FROM sqlite_master")
+        }
         // The log the writer reads and writes from now on: one put in its place later (a
         // restore) is not this store's, for commits and for the fold at exit alike.
         writer.noteLogIdentity()

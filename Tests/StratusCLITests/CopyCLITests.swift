@@ -159,6 +159,21 @@ struct CopyCLITests {
         }
     }
 
+    // SQLite only: -wal and -shm files are SQLite's.
+    @Test("an import that makes a store and writes nothing into it (empty input, every record rejected) leaves no -wal or -shm file either (found by a data tester)")
+    func newStoreWithoutWritesLeavesNoLogFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            for (name, input, exitCode) in [("empty.sqlite", "", Int32(0)), ("rejected.sqlite", #"{"recordName":"_x","recordType":"T","fields":{}}"# + "\n", 1)] {
+                let path = store.path(name)
+                let result = try await cli.run(["import", "--store", path], stdin: input)
+                #expect(result.exitCode == exitCode && result.stderr.contains("created a new store"), "\(result)")
+                let logs = [path + "-wal", path + "-shm"]
+                #expect(logs.filter(cli.exists).isEmpty, "left \(logs.filter(cli.exists))")
+            }
+        }
+    }
+
     @Test("a copy that finished with --checkpoint (its checkpoint removed, as a kill just after the removal leaves it) run again the same way finds nothing to copy and exits 0; once the source changed, it compares again and names the zone that differs (exit 1)", arguments: TestEngine.all)
     func finishedCopyRunAgain(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
