@@ -124,6 +124,9 @@ struct ImportCommand: Command {
     private static let defaultZoneIsNotAtomic =
         "--atomic: the default zone has no atomic capability (as CloudKit's), so the store would write its records one by one; import without --atomic, or into a custom zone (--zone, zones create)"
 
+    private static let atomicNeedsZones =
+        "an atomic import writes into atomic custom zones the store has, or that --create-zones creates (the default zone has no atomic capability, as CloudKit's); create the store's zone first (zones create NAME), or give --create-zones"
+
     static func parse(_ arguments: ParsedArguments) throws -> ImportCommand {
         var command = ImportCommand(store: try StoreOptions(arguments))
         if let text = arguments.value("--format") {
@@ -165,8 +168,9 @@ struct ImportCommand: Command {
         // An unset shell variable (`stratus import "$FILE"`), as for a FILE option.
         if command.inputPath == "" { throw UsageError(message: "import needs a non-empty FILE (or - for stdin)") }
         if command.atomic && command.checkpointPath != nil { throw UsageError(message: "--atomic and --checkpoint do not go together: an atomic import has no partial progress to resume") }
-        if command.atomic && command.store.zoneID.isDefault {
-            // Known before the store is opened, so a refused run creates no store.
+        if command.atomic && command.store.zoneGiven && command.store.zoneID.isDefault {
+            // Known before the store is opened, so a refused run creates no store. (Without
+            // --zone, the records' own zoneIDs say where they go: a request file names its zone.)
             throw UsageError(message: Self.defaultZoneIsNotAtomic)
         }
         if command.dryRun && command.checkpointPath != nil { throw UsageError(message: "--dry-run and --checkpoint do not go together: a dry run writes nothing, so it has no progress to resume") }
@@ -224,11 +228,16 @@ struct ImportCommand: Command {
         // missing one is the wrong store, not one to create.
         let itemsSettledEarlier = try checkpoint?.load()?.itemsSettled ?? 0
         let resuming = itemsSettledEarlier > 0
+        // Without --zone and --create-zones, an atomic import into a store that does not exist
+        // yet could only be refused: its records go to the default zone, which has no atomic
+        // capability, or to zones the new store would not have. Refused before a store is made.
+        let atomicNeedsStore = atomic && !store.zoneGiven && !createZones
         let container = try store.openContainer(
-            dryRun ? .read : resuming ? .existing : .createIfMissing,
-            missingStoreAdvice: resuming ? "the checkpoint \(checkpointPath ?? "") says an earlier run imported into it; name that store, or remove the checkpoint to start over" : Self.dryRunNeedsStore)
+            dryRun ? .read : resuming || atomicNeedsStore ? .existing : .createIfMissing,
+            missingStoreAdvice: resuming ? "the checkpoint \(checkpointPath ?? "") says an earlier run imported into it; name that store, or remove the checkpoint to start over"
+                : dryRun ? Self.dryRunNeedsStore : Self.atomicNeedsZones)
         let database = asAdministrator ? StoreOptions.administratorDatabase(of: container) : container.database(with: store.scope)
-        if atomic {
+        if atomic && store.zoneGiven {
             // Refuse before reading: outside atomic zones the store applies requests item by item.
             let zone = try? await database.recordZone(for: store.zoneID)
             if let zone, !zone.capabilities.contains(.atomic) {

@@ -165,6 +165,21 @@ struct CloudKitFixtureCLITests {
         }
     }
 
+    @Test("--atomic on a records/modify request (an atomic request to its zone) imports it into the zone it names, without --zone; into a store that does not exist yet only with --create-zones (found by a data tester: refused, naming the default zone)", arguments: TestEngine.all)
+    func atomicRequestGoesToItsZone(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let path = Self.directory.appendingPathComponent("album_add_photo_request.json").path
+            let place = ["--database", "private", "--owner-as-current-user"]
+            let withoutZones = try await cli.run(["import", path, "--atomic", "--mode", "create"] + place)
+            #expect(withoutZones.exitCode == 66 && withoutZones.stderr.contains("--create-zones"), "\(withoutZones)")
+            #expect(!cli.storeExists(), "\(withoutZones)")
+            let imported = try await cli.run(["import", path, "--atomic", "--mode", "create", "--create-zones"] + place)
+            Summary.expectImport(imported, imported: 1)
+            #expect(try await cli.count("CPLContainerRelation", extra: ["--zone", "PrimarySync", "--database", "private"]) == 1)
+        }
+    }
+
     @Test("a records/modify request larger than one read, its zoneID after the operations, imports into that zone", arguments: TestEngine.all)
     func modifyRequestWithZoneLast(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -553,12 +553,15 @@ struct ImportCLITests {
         }
     }
 
-    @Test("--atomic into the default zone is refused before the store is opened: a refused run creates no store", arguments: TestEngine.all)
+    @Test("--atomic into the default zone is refused before the store is opened: a refused run creates no store (--zone _defaultZone: 64; records without a zone, into a store that does not exist, without --create-zones: 66)", arguments: TestEngine.all)
     func atomicDefaultZoneCreatesNoStore(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
-            let refused = try await cli.run(["import", try cli.file("notes.ndjson", Input.notes(2)), "--atomic"])
-            #expect(refused.exitCode == 64 && refused.stderr.contains("atomic capability"), "\(refused)")
+            let input = try cli.file("notes.ndjson", Input.notes(2))
+            let named = try await cli.run(["import", input, "--atomic", "--zone", "_defaultZone"])
+            #expect(named.exitCode == 64 && named.stderr.contains("atomic capability"), "\(named)")
+            let refused = try await cli.run(["import", input, "--atomic"])
+            #expect(refused.exitCode == 66 && refused.stderr.contains("atomic capability"), "\(refused)")
             #expect(!refused.stderr.contains("created a new store"), "\(refused)")
             #expect(!cli.storeExists(), "nothing was made for a run that was refused")
         }
