@@ -44,12 +44,6 @@ public typealias FetchRecordZoneChangesConfiguration = FetchRecordZoneChangesOpe
 /// let action: Record_Reference_Action = cascades ? .deleteSelf : .none
 /// ```
 public typealias Record_Reference_Action = Record.ReferenceAction
-/// `CKShareParticipant`: ``Share/Participant``.
-///
-/// ```swift
-/// let owner: ShareParticipant = share.owner
-/// ```
-public typealias ShareParticipant = Share.Participant
 /// `CKShareParticipantPermission`: ``Share/ParticipantPermission``.
 public typealias ShareParticipantPermission = Share.ParticipantPermission
 /// `CKShareParticipantRole`: ``Share/ParticipantRole``.
@@ -58,11 +52,3 @@ public typealias ShareParticipantRole = Share.ParticipantRole
 public typealias ShareParticipantType = Share.ParticipantType
 /// `CKShareParticipantAcceptanceStatus`: ``Share/ParticipantAcceptanceStatus``.
 public typealias ShareParticipantAcceptanceStatus = Share.ParticipantAcceptanceStatus
-/// `CKShareMetadata`: ``Share/Metadata``.
-///
-/// ```swift
-/// let metadata: ShareMetadata = try await container.shareMetadata(for: url)
-/// ```
-public typealias ShareMetadata = Share.Metadata
-/// `CKUserIdentityLookupInfo`: ``UserIdentity/LookupInfo``.
-public typealias UserIdentityLookupInfo = UserIdentity.LookupInfo

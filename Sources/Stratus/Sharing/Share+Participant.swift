@@ -74,148 +74,158 @@ extension Share {
         case removed = 3
     }
 
-    /// A user a share names, as `CKShare.Participant`: who (``userIdentity``), in what
-    /// ``role``, with what ``permission``, and whether they accepted.
-    ///
-    /// A participant belongs to the share it was added to: changing its ``permission`` or
-    /// ``role`` changes the share, stored when the share is saved.
+    /// A user a share names, as `CKShare.Participant` (``ShareParticipant``).
     ///
     /// ```swift
     /// let bob = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: "_bob")))
-    /// bob.permission = .readOnly
-    /// share.addParticipant(bob)
     /// ```
-    public final class Participant: NSObject, @unchecked Sendable {
-        // `@unchecked Sendable`: the mutable state is behind the `Mutex`; the identity is immutable.
-        /// Who the participant is.
-        ///
-        /// ```swift
-        /// print(participant.userIdentity.userRecordID?.recordName ?? "-")
-        /// ```
-        public let userIdentity: UserIdentity
-        private let state: Mutex<State>
-        /// The entry of the share's JSON this participant was read from: what it does not
-        /// change is written back as the entry said it (a role or status this version does not
-        /// know, a member left out), so a share read and saved again loses nothing.
-        let origin: StoredParticipant?
+    public typealias Participant = ShareParticipant
+}
 
-        struct State {
-            var role: ParticipantRole
-            var acceptanceStatus: ParticipantAcceptanceStatus
-            var permission: ParticipantPermission
-            var participantID: String
-        }
+/// A user a share names, as `CKShare.Participant`: who (``userIdentity``), in what
+/// ``role``, with what ``permission``, and whether they accepted.
+///
+/// A participant belongs to the share it was added to: changing its ``permission`` or
+/// ``role`` changes the share, stored when the share is saved.
+///
+/// ```swift
+/// let bob = Share.Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: "_bob")))
+/// bob.permission = .readOnly
+/// share.addParticipant(bob)
+/// ```
+///
+/// A top-level class, so that `NSKeyedArchiver` can name it (a nested class cannot be archived
+/// in swift-corelibs-foundation); `Share.Participant` names it as CloudKit does.
+public final class ShareParticipant: NSObject, @unchecked Sendable {
+    // `@unchecked Sendable`: the mutable state is behind the `Mutex`; the identity is immutable.
+    /// Who the participant is.
+    ///
+    /// ```swift
+    /// print(participant.userIdentity.userRecordID?.recordName ?? "-")
+    /// ```
+    public let userIdentity: UserIdentity
+    private let state: Mutex<State>
+    /// The entry of the share's JSON this participant was read from: what it does not
+    /// change is written back as the entry said it (a role or status this version does not
+    /// know, a member left out), so a share read and saved again loses nothing.
+    let origin: StoredParticipant?
 
-        /// A participant for the user `userIdentity`: a private user, pending, who may read
-        /// until given another ``permission``. CloudKit code makes participants by looking users
-        /// up (``FetchShareParticipantsOperation``, ``Container/shareParticipant(forEmailAddress:)``),
-        /// which makes them this way.
-        ///
-        /// ```swift
-        /// let bob = Share.Participant(userIdentity: UserIdentity(lookupInfo: .init(emailAddress: "bob@example.com")))
-        /// ```
-        public init(userIdentity: UserIdentity) {
-            self.userIdentity = userIdentity
-            state = Mutex(State(role: .privateUser, acceptanceStatus: .pending, permission: .readOnly, participantID: UUID().uuidString))
-            origin = nil
-        }
+    struct State {
+        var role: Share.ParticipantRole
+        var acceptanceStatus: Share.ParticipantAcceptanceStatus
+        var permission: Share.ParticipantPermission
+        var participantID: String
+    }
 
-        init(userIdentity: UserIdentity, state: State, origin: StoredParticipant? = nil) {
-            self.userIdentity = userIdentity
-            self.state = Mutex(state)
-            self.origin = origin
-        }
+    /// A participant for the user `userIdentity`: a private user, pending, who may read
+    /// until given another ``permission``. CloudKit code makes participants by looking users
+    /// up (``FetchShareParticipantsOperation``, ``Container/shareParticipant(forEmailAddress:)``),
+    /// which makes them this way.
+    ///
+    /// ```swift
+    /// let bob = Share.Participant(userIdentity: UserIdentity(lookupInfo: .init(emailAddress: "bob@example.com")))
+    /// ```
+    public init(userIdentity: UserIdentity) {
+        self.userIdentity = userIdentity
+        state = Mutex(State(role: .privateUser, acceptanceStatus: .pending, permission: .readOnly, participantID: UUID().uuidString))
+        origin = nil
+    }
 
-        /// A user joining a public share through its URL: accepted, with the share's public
-        /// permission.
-        convenience init(joining userIdentity: UserIdentity, permission: ParticipantPermission) {
-            self.init(userIdentity: userIdentity, state: State(role: .publicUser, acceptanceStatus: .accepted, permission: permission, participantID: UUID().uuidString))
-        }
+    init(userIdentity: UserIdentity, state: State, origin: StoredParticipant? = nil) {
+        self.userIdentity = userIdentity
+        self.state = Mutex(state)
+        self.origin = origin
+    }
 
-        /// Marks an invited participant accepted (the store does, when they accept).
-        func markAccepted() { state.withLock { $0.acceptanceStatus = .accepted } }
+    /// A user joining a public share through its URL: accepted, with the share's public
+    /// permission.
+    convenience init(joining userIdentity: UserIdentity, permission: Share.ParticipantPermission) {
+        self.init(userIdentity: userIdentity, state: State(role: .publicUser, acceptanceStatus: .accepted, permission: permission, participantID: UUID().uuidString))
+    }
 
-        /// Marks a participant removed (the store does, when they leave the share).
-        func markRemoved() { state.withLock { $0.acceptanceStatus = .removed } }
+    /// Marks an invited participant accepted (the store does, when they accept).
+    func markAccepted() { state.withLock { $0.acceptanceStatus = .accepted } }
 
-        /// The owner of a new share: the current user, until the store names them.
-        static func newOwner() -> Participant {
-            Participant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: CurrentUserDefaultName)),
-                        state: State(role: .owner, acceptanceStatus: .accepted, permission: .readWrite, participantID: UUID().uuidString))
-        }
+    /// Marks a participant removed (the store does, when they leave the share).
+    func markRemoved() { state.withLock { $0.acceptanceStatus = .removed } }
 
-        /// The participant's role, as `CKShare.Participant.role`.
-        ///
-        /// ```swift
-        /// if participant.role == .owner { continue }
-        /// ```
-        public var role: ParticipantRole {
-            get { state.withLock { $0.role } }
-            set { state.withLock { $0.role = newValue } }
-        }
+    /// The owner of a new share: the current user, until the store names them.
+    static func newOwner() -> ShareParticipant {
+        ShareParticipant(userIdentity: UserIdentity(userRecordID: Record.ID(recordName: CurrentUserDefaultName)),
+                    state: State(role: .owner, acceptanceStatus: .accepted, permission: .readWrite, participantID: UUID().uuidString))
+    }
 
-        /// The participant's ``role`` in the older terms of `CKShare.Participant.type`: an
-        /// administrator is a private user; setting it sets the role.
-        ///
-        /// ```swift
-        /// if participant.type == .owner { continue }
-        /// ```
-        public var type: ParticipantType {
-            get {
-                switch role {
-                case .unknown: .unknown
-                case .owner: .owner
-                case .administrator, .privateUser: .privateUser
-                case .publicUser: .publicUser
-                }
+    /// The participant's role, as `CKShare.Participant.role`.
+    ///
+    /// ```swift
+    /// if participant.role == .owner { continue }
+    /// ```
+    public var role: Share.ParticipantRole {
+        get { state.withLock { $0.role } }
+        set { state.withLock { $0.role = newValue } }
+    }
+
+    /// The participant's ``role`` in the older terms of `CKShare.Participant.type`: an
+    /// administrator is a private user; setting it sets the role.
+    ///
+    /// ```swift
+    /// if participant.type == .owner { continue }
+    /// ```
+    public var type: Share.ParticipantType {
+        get {
+            switch role {
+            case .unknown: .unknown
+            case .owner: .owner
+            case .administrator, .privateUser: .privateUser
+            case .publicUser: .publicUser
             }
-            set {
-                switch newValue {
-                case .unknown: role = .unknown
-                case .owner: role = .owner
-                case .privateUser: if role != .administrator { role = .privateUser }
-                case .publicUser: role = .publicUser
-                }
+        }
+        set {
+            switch newValue {
+            case .unknown: role = .unknown
+            case .owner: role = .owner
+            case .privateUser: if role != .administrator { role = .privateUser }
+            case .publicUser: role = .publicUser
             }
         }
+    }
 
-        /// Whether the participant accepted the share, as `CKShare.Participant.acceptanceStatus`.
-        ///
-        /// ```swift
-        /// let accepted = participant.acceptanceStatus == .accepted
-        /// ```
-        public var acceptanceStatus: ParticipantAcceptanceStatus { state.withLock { $0.acceptanceStatus } }
+    /// Whether the participant accepted the share, as `CKShare.Participant.acceptanceStatus`.
+    ///
+    /// ```swift
+    /// let accepted = participant.acceptanceStatus == .accepted
+    /// ```
+    public var acceptanceStatus: Share.ParticipantAcceptanceStatus { state.withLock { $0.acceptanceStatus } }
 
-        /// What the participant may do, as `CKShare.Participant.permission`.
-        ///
-        /// ```swift
-        /// participant.permission = .readWrite
-        /// ```
-        public var permission: ParticipantPermission {
-            get { state.withLock { $0.permission } }
-            set { state.withLock { $0.permission = newValue } }
-        }
+    /// What the participant may do, as `CKShare.Participant.permission`.
+    ///
+    /// ```swift
+    /// participant.permission = .readWrite
+    /// ```
+    public var permission: Share.ParticipantPermission {
+        get { state.withLock { $0.permission } }
+        set { state.withLock { $0.permission = newValue } }
+    }
 
-        /// The participant's identifier within its share, as `CKShare.Participant.participantID`.
-        ///
-        /// ```swift
-        /// let byID = Dictionary(uniqueKeysWithValues: share.participants.map { ($0.participantID, $0) })
-        /// ```
-        public var participantID: String { state.withLock { $0.participantID } }
+    /// The participant's identifier within its share, as `CKShare.Participant.participantID`.
+    ///
+    /// ```swift
+    /// let byID = Dictionary(uniqueKeysWithValues: share.participants.map { ($0.participantID, $0) })
+    /// ```
+    public var participantID: String { state.withLock { $0.participantID } }
 
-        var snapshot: State { state.withLock { $0 } }
+    var snapshot: State { state.withLock { $0 } }
 
-        /// Whether both name the same user by user record ID or lookup.
-        func isSameUser(as other: Participant) -> Bool {
-            if let mine = userIdentity.userRecordID, let theirs = other.userIdentity.userRecordID { return mine == theirs }
-            guard let mine = userIdentity.lookupInfo, let theirs = other.userIdentity.lookupInfo else { return false }
-            return (mine.emailAddress != nil && mine.emailAddress == theirs.emailAddress) || (mine.phoneNumber != nil && mine.phoneNumber == theirs.phoneNumber)
-        }
+    /// Whether both name the same user by user record ID or lookup.
+    func isSameUser(as other: ShareParticipant) -> Bool {
+        if let mine = userIdentity.userRecordID, let theirs = other.userIdentity.userRecordID { return mine == theirs }
+        guard let mine = userIdentity.lookupInfo, let theirs = other.userIdentity.lookupInfo else { return false }
+        return (mine.emailAddress != nil && mine.emailAddress == theirs.emailAddress) || (mine.phoneNumber != nil && mine.phoneNumber == theirs.phoneNumber)
+    }
 
-        public override var description: String {
-            let state = snapshot
-            return "Participant(\(userIdentity.userRecordID?.recordName ?? userIdentity.lookupInfo?.emailAddress ?? "?") \(state.role) \(state.permission) \(state.acceptanceStatus))"
-        }
+    public override var description: String {
+        let state = snapshot
+        return "ShareParticipant(\(userIdentity.userRecordID?.recordName ?? userIdentity.lookupInfo?.emailAddress ?? "?") \(state.role) \(state.permission) \(state.acceptanceStatus))"
     }
 }
 

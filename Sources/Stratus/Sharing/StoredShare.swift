@@ -278,15 +278,9 @@ extension Share.Participant {
             if state.permission != read.permission { entry.permission = StoredShare.name(of: state.permission) }
             return entry
         }
-        let identity = userIdentity
-        let lookup = identity.lookupInfo.map {
-            StoredParticipant.Lookup(emailAddress: $0.emailAddress, phoneNumber: $0.phoneNumber, userRecordName: $0.userRecordID?.recordName)
-        }
         return StoredParticipant(
             participantId: state.participantID, type: StoredShare.name(of: state.role), acceptanceStatus: StoredShare.name(of: state.acceptanceStatus),
-            permission: StoredShare.name(of: state.permission),
-            userIdentity: .init(userRecordName: identity.userRecordID?.recordName, lookupInfo: lookup,
-                                nameComponents: identity.nameComponents.map(\.cloudKitParts), hasiCloudAccount: identity.hasiCloudAccount))
+            permission: StoredShare.name(of: state.permission), userIdentity: userIdentity.stored)
     }
 
     /// The role, acceptance and permission a share's JSON entry gives (`unknown` for a name
@@ -300,13 +294,6 @@ extension Share.Participant {
 
     /// A participant read from a share record's JSON.
     convenience init(stored: StoredParticipant) {
-        let identity = stored.userIdentity
-        let lookup = identity?.lookupInfo.map {
-            UserIdentity.LookupInfo(emailAddress: $0.emailAddress, phoneNumber: $0.phoneNumber, userRecordID: $0.userRecordName.map { Record.ID(recordName: $0) })
-        }
-        let userRecordID = identity?.userRecordName.map { Record.ID(recordName: $0) }
-        self.init(userIdentity: UserIdentity(userRecordID: userRecordID, lookupInfo: lookup, nameComponents: identity?.nameComponents.map(PersonNameComponents.init(cloudKitParts:)),
-                                             hasiCloudAccount: identity?.hasiCloudAccount ?? (userRecordID != nil)),
-                  state: Self.state(of: stored), origin: stored)
+        self.init(userIdentity: UserIdentity(stored: stored.userIdentity), state: Self.state(of: stored), origin: stored)
     }
 }

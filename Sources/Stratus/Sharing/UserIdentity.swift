@@ -54,91 +54,12 @@ public final class UserIdentity: NSObject, Sendable {
         super.init()
     }
 
-    /// How to find a user, as `CKUserIdentity.LookupInfo`: an email address, a phone number or
-    /// a user record ID.
+    /// How to find a user, as `CKUserIdentity.LookupInfo` (``UserIdentityLookupInfo``).
     ///
     /// ```swift
     /// let info = UserIdentity.LookupInfo(emailAddress: "bob@example.com")
     /// ```
-    public final class LookupInfo: NSObject, Sendable {
-        /// The email address to look the user up by.
-        ///
-        /// ```swift
-        /// let email = participant.userIdentity.lookupInfo?.emailAddress
-        /// ```
-        public let emailAddress: String?
-        /// The phone number to look the user up by.
-        ///
-        /// ```swift
-        /// let phone = participant.userIdentity.lookupInfo?.phoneNumber
-        /// ```
-        public let phoneNumber: String?
-        /// The user record ID to look the user up by.
-        ///
-        /// ```swift
-        /// let id = participant.userIdentity.lookupInfo?.userRecordID
-        /// ```
-        public let userRecordID: Record.ID?
-
-        /// Looks a user up by email address.
-        ///
-        /// ```swift
-        /// let info = UserIdentity.LookupInfo(emailAddress: "bob@example.com")
-        /// ```
-        public init(emailAddress: String) {
-            self.emailAddress = emailAddress
-            self.phoneNumber = nil
-            self.userRecordID = nil
-        }
-
-        /// Looks a user up by phone number.
-        ///
-        /// ```swift
-        /// let info = UserIdentity.LookupInfo(phoneNumber: "+15555550100")
-        /// ```
-        public init(phoneNumber: String) {
-            self.emailAddress = nil
-            self.phoneNumber = phoneNumber
-            self.userRecordID = nil
-        }
-
-        /// Looks a user up by user record ID.
-        ///
-        /// ```swift
-        /// let info = UserIdentity.LookupInfo(userRecordID: Record.ID(recordName: "_bob"))
-        /// ```
-        public init(userRecordID: Record.ID) {
-            self.emailAddress = nil
-            self.phoneNumber = nil
-            self.userRecordID = userRecordID
-        }
-
-        init(emailAddress: String?, phoneNumber: String?, userRecordID: Record.ID?) {
-            self.emailAddress = emailAddress
-            self.phoneNumber = phoneNumber
-            self.userRecordID = userRecordID
-        }
-
-        /// Whether `object` is a lookup of the same address or ID: lookups are values, as
-        /// CloudKit's are, so one made again finds its entry in a dictionary keyed by lookups
-        /// (what `userIdentityDiscoveredBlock` and `perShareParticipantResultBlock` hand back).
-        ///
-        /// ```swift
-        /// UserIdentity.LookupInfo(emailAddress: "bob@example.com") == UserIdentity.LookupInfo(emailAddress: "bob@example.com")   // true
-        /// ```
-        public override func isEqual(_ object: Any?) -> Bool {
-            guard let other = object as? LookupInfo else { return false }
-            return emailAddress == other.emailAddress && phoneNumber == other.phoneNumber && userRecordID == other.userRecordID
-        }
-
-        public override var hash: Int {
-            var hasher = Hasher()
-            hasher.combine(emailAddress)
-            hasher.combine(phoneNumber)
-            hasher.combine(userRecordID)
-            return hasher.finalize()
-        }
-    }
+    public typealias LookupInfo = UserIdentityLookupInfo
 
     init(userRecordID: Record.ID?, lookupInfo: LookupInfo?, nameComponents: PersonNameComponents?, hasiCloudAccount: Bool) {
         self.userRecordID = userRecordID
@@ -147,5 +68,94 @@ public final class UserIdentity: NSObject, Sendable {
         self.hasiCloudAccount = hasiCloudAccount
         self.contactIdentifiers = []
         super.init()
+    }
+}
+
+/// How to find a user, as `CKUserIdentity.LookupInfo`: an email address, a phone number or
+/// a user record ID.
+///
+/// ```swift
+/// let info = UserIdentity.LookupInfo(emailAddress: "bob@example.com")
+/// ```
+///
+/// A top-level class, so that `NSKeyedArchiver` can name it (a nested class cannot be archived
+/// in swift-corelibs-foundation); `UserIdentity.LookupInfo` names it as CloudKit does.
+public final class UserIdentityLookupInfo: NSObject, Sendable {
+    /// The email address to look the user up by.
+    ///
+    /// ```swift
+    /// let email = participant.userIdentity.lookupInfo?.emailAddress
+    /// ```
+    public let emailAddress: String?
+    /// The phone number to look the user up by.
+    ///
+    /// ```swift
+    /// let phone = participant.userIdentity.lookupInfo?.phoneNumber
+    /// ```
+    public let phoneNumber: String?
+    /// The user record ID to look the user up by.
+    ///
+    /// ```swift
+    /// let id = participant.userIdentity.lookupInfo?.userRecordID
+    /// ```
+    public let userRecordID: Record.ID?
+
+    /// Looks a user up by email address.
+    ///
+    /// ```swift
+    /// let info = UserIdentity.LookupInfo(emailAddress: "bob@example.com")
+    /// ```
+    public init(emailAddress: String) {
+        self.emailAddress = emailAddress
+        self.phoneNumber = nil
+        self.userRecordID = nil
+    }
+
+    /// Looks a user up by phone number.
+    ///
+    /// ```swift
+    /// let info = UserIdentity.LookupInfo(phoneNumber: "+15555550100")
+    /// ```
+    public init(phoneNumber: String) {
+        self.emailAddress = nil
+        self.phoneNumber = phoneNumber
+        self.userRecordID = nil
+    }
+
+    /// Looks a user up by user record ID.
+    ///
+    /// ```swift
+    /// let info = UserIdentity.LookupInfo(userRecordID: Record.ID(recordName: "_bob"))
+    /// ```
+    public init(userRecordID: Record.ID) {
+        self.emailAddress = nil
+        self.phoneNumber = nil
+        self.userRecordID = userRecordID
+    }
+
+    init(emailAddress: String?, phoneNumber: String?, userRecordID: Record.ID?) {
+        self.emailAddress = emailAddress
+        self.phoneNumber = phoneNumber
+        self.userRecordID = userRecordID
+    }
+
+    /// Whether `object` is a lookup of the same address or ID: lookups are values, as
+    /// CloudKit's are, so one made again finds its entry in a dictionary keyed by lookups
+    /// (what `userIdentityDiscoveredBlock` and `perShareParticipantResultBlock` hand back).
+    ///
+    /// ```swift
+    /// UserIdentity.LookupInfo(emailAddress: "bob@example.com") == UserIdentity.LookupInfo(emailAddress: "bob@example.com")   // true
+    /// ```
+    public override func isEqual(_ object: Any?) -> Bool {
+        guard let other = object as? UserIdentityLookupInfo else { return false }
+        return emailAddress == other.emailAddress && phoneNumber == other.phoneNumber && userRecordID == other.userRecordID
+    }
+
+    public override var hash: Int {
+        var hasher = Hasher()
+        hasher.combine(emailAddress)
+        hasher.combine(phoneNumber)
+        hasher.combine(userRecordID)
+        return hasher.finalize()
     }
 }

@@ -260,6 +260,45 @@ struct ArchivingTests {
         #expect(String(decoding: definition as Data, as: UTF8.self) == earlier)
     }
 
+    @Test("user identities, lookups, share participants and operation groups archive and read back as they were (found by a porting tester: archiving an identity trapped)")
+    func identitiesParticipantsAndGroups() async throws {
+        try await SQLiteFixture.with { fixture in
+            let container = fixture.container()
+            let me = try await container.userRecordID()
+            var name = PersonNameComponents()
+            name.givenName = "Ada"
+            name.familyName = "Lovelace"
+            let identity = UserIdentity(userRecordID: me, nameComponents: name)
+            let identityBack = try #require(try NSKeyedUnarchiver.unarchivedObject(
+                ofClass: UserIdentity.self, from: try NSKeyedArchiver.archivedData(withRootObject: identity, requiringSecureCoding: true)))
+            #expect(identityBack.userRecordID == me && identityBack.nameComponents == name && identityBack.hasiCloudAccount && identityBack.lookupInfo == identity.lookupInfo)
+            // The older call, as apps that cache the signed-in user's identity in UserDefaults make it.
+            #expect((NSKeyedUnarchiver.unarchiveObject(with: NSKeyedArchiver.archivedData(withRootObject: identity)) as? UserIdentity)?.userRecordID == me)
+
+            let lookups = [UserIdentity.LookupInfo(emailAddress: "bob@example.com"), UserIdentity.LookupInfo(phoneNumber: "+15555550100")]
+            let lookupsBack = try NSKeyedUnarchiver.unarchivedObject(
+                ofClasses: [NSArray.self, UserIdentity.LookupInfo.self], from: try NSKeyedArchiver.archivedData(withRootObject: lookups, requiringSecureCoding: true))
+            #expect(lookupsBack as? [UserIdentity.LookupInfo] == lookups)
+
+            let bob = Share.Participant(userIdentity: UserIdentity(lookupInfo: lookups[0]))
+            bob.permission = .readWrite
+            bob.role = .administrator
+            let bobBack = try #require(try NSKeyedUnarchiver.unarchivedObject(
+                ofClass: Share.Participant.self, from: try NSKeyedArchiver.archivedData(withRootObject: bob, requiringSecureCoding: true)))
+            #expect(bobBack.permission == .readWrite && bobBack.role == .administrator && bobBack.acceptanceStatus == .pending)
+            #expect(bobBack.participantID == bob.participantID && bobBack.userIdentity.lookupInfo == lookups[0] && bobBack.userIdentity.userRecordID == nil)
+
+            let group = OperationGroup()
+            group.name = "Initial sync"
+            group.quantity = 12
+            group.expectedSendSize = .megabytes
+            let groupBack = try #require(try NSKeyedUnarchiver.unarchivedObject(
+                ofClass: OperationGroup.self, from: try NSKeyedArchiver.archivedData(withRootObject: group, requiringSecureCoding: true)))
+            #expect(groupBack.operationGroupID == group.operationGroupID && groupBack.name == "Initial sync" && groupBack.quantity == 12)
+            #expect(groupBack.expectedSendSize == .megabytes && groupBack.expectedReceiveSize == .unknown)
+        }
+    }
+
     @Test("the older NSKeyedArchiver calls (archivedData(withRootObject:), unarchiveObject(with:)) work too")
     func olderArchiverCalls() async throws {
         try await SQLiteFixture.with { fixture in

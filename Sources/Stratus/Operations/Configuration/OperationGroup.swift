@@ -48,11 +48,21 @@ public final class OperationGroup: NSObject, Sendable {
         var expectedReceiveSize = TransferSize.unknown
     }
 
-    /// A unique identifier of the group.
-    public let operationGroupID = UUID().uuidString
-    private let state = Mutex(State())
+    /// A unique identifier of the group (kept by an archive).
+    public let operationGroupID: String
+    private let state: Mutex<State>
 
-    public override init() { super.init() }
+    public override init() {
+        operationGroupID = UUID().uuidString
+        state = Mutex(State())
+        super.init()
+    }
+
+    private init(operationGroupID: String, state: State) {
+        self.operationGroupID = operationGroupID
+        self.state = Mutex(state)
+        super.init()
+    }
 
     /// The configuration the group's operations use where their own sets nothing; assigning
     /// copies, and `nil` restores the defaults.
@@ -88,5 +98,50 @@ public final class OperationGroup: NSObject, Sendable {
 
     public override var description: String {
         "OperationGroup(\(name ?? operationGroupID))"
+    }
+}
+
+/// Archiving groups as apps archive `CKOperationGroup`s (a group kept to tie a resumed sync to
+/// the one it continues): the ID, name, quantity and sizes. The default configuration is not
+/// archived, as CloudKit's is not.
+extension OperationGroup: NSSecureCoding {
+    public static var supportsSecureCoding: Bool { true }
+
+    private enum Key {
+        static let operationGroupID = "StratusOperationGroupID"
+        static let name = "StratusOperationGroupName"
+        static let quantity = "StratusOperationGroupQuantity"
+        static let expectedSendSize = "StratusOperationGroupSendSize"
+        static let expectedReceiveSize = "StratusOperationGroupReceiveSize"
+    }
+
+    /// Writes the group (`NSCoding`).
+    ///
+    /// ```swift
+    /// let data = try NSKeyedArchiver.archivedData(withRootObject: group, requiringSecureCoding: true)
+    /// ```
+    public func encode(with coder: NSCoder) {
+        let state = state.withLock { $0 }
+        coder.encode(operationGroupID as NSString, forKey: Key.operationGroupID)
+        if let name = state.name { coder.encode(name as NSString, forKey: Key.name) }
+        coder.encode(Int64(state.quantity), forKey: Key.quantity)
+        coder.encode(Int64(state.expectedSendSize.rawValue), forKey: Key.expectedSendSize)
+        coder.encode(Int64(state.expectedReceiveSize.rawValue), forKey: Key.expectedReceiveSize)
+    }
+
+    /// Reads a group written by ``encode(with:)``, with its ID; `nil` when the archive holds none.
+    ///
+    /// ```swift
+    /// let group = try NSKeyedUnarchiver.unarchivedObject(ofClass: OperationGroup.self, from: data)
+    /// ```
+    public convenience init?(coder: NSCoder) {
+        guard let operationGroupID = coder.archivedText(forKey: Key.operationGroupID) else { return nil }
+        func size(_ key: String) -> TransferSize { TransferSize(rawValue: Int(truncatingIfNeeded: coder.decodeInt64(forKey: key))) ?? .unknown }
+        var state = State()
+        state.name = coder.archivedText(forKey: Key.name)
+        state.quantity = Int(truncatingIfNeeded: coder.decodeInt64(forKey: Key.quantity))
+        state.expectedSendSize = size(Key.expectedSendSize)
+        state.expectedReceiveSize = size(Key.expectedReceiveSize)
+        self.init(operationGroupID: operationGroupID, state: state)
     }
 }
