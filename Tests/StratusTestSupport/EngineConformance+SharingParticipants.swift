@@ -218,7 +218,18 @@ extension EngineConformance {
         #expect(try await shared.allRecordZones().isEmpty)
         await expectCode(.zoneNotFound) { _ = try await shared.record(for: Record.ID(recordName: "groceries", zoneID: zoneID)) }
 
-        try await bob.accept(try await bob.shareMetadata(for: try #require(share.url)))
+        let metadata = try await bob.shareMetadata(for: try #require(share.url))
+        // The metadata keeps in an archive (an app accepts an invitation later), and the share
+        // accepted is Bob's view of it: he is its current user participant, accepted.
+        let archived = try NSKeyedArchiver.archivedData(withRootObject: metadata, requiringSecureCoding: true)
+        let restored = try #require(try NSKeyedUnarchiver.unarchivedObject(ofClass: Share.Metadata.self, from: archived))
+        #expect(restored.share.url == share.url && restored.rootRecordID == metadata.rootRecordID && restored.participantStatus == .pending)
+        #expect(restored.ownerIdentity.userRecordID == metadata.ownerIdentity.userRecordID && restored.containerIdentifier == metadata.containerIdentifier)
+        let accepted = try await bob.accept(restored)
+        let bobID = try await bob.userRecordID()
+        #expect(accepted.currentUserParticipant?.userIdentity.userRecordID == bobID && accepted.currentUserParticipant?.acceptanceStatus == .accepted,
+                "found by a porting tester: the accepted share named no current user participant")
+        #expect(try await bob.accept(metadata).currentUserParticipant?.userIdentity.userRecordID == bobID, "accepting again answers the same view")
         #expect(try await shared.allRecordZones().map(\.zoneID) == [zoneID])
         #expect(try await shared.recordZone(for: zoneID).zoneID == zoneID)
 

@@ -92,9 +92,10 @@ struct ShareInvitation {
 
     /// Accepts the share for the caller and answers it as stored.
     func accept() throws -> Share {
-        if isOwner { return share }
+        // The share as the accepting user sees it: `currentUserParticipant` is them.
+        if isOwner { return share.presented(to: me) as? Share ?? share }
         if let participant {
-            if participant.acceptanceStatus == .accepted { return share }
+            if participant.acceptanceStatus == .accepted { return share.presented(to: me) as? Share ?? share }
             participant.markAccepted()
         } else if share.publicPermission != .none {
             share.addParticipant(Share.Participant(joining: UserIdentity(userRecordID: Record.ID(recordName: me)), permission: share.publicPermission))
@@ -107,6 +108,6 @@ struct ShareInvitation {
         guard let saved = try outcome.saveResults.first?.get().0 as? Share else {
             throw StratusError(.internalError, "accepting share '\(share.recordID.recordName)' stored no share")
         }
-        return saved
+        return saved.presented(to: me) as? Share ?? saved
     }
 }
