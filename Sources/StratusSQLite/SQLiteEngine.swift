@@ -218,12 +218,20 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             let denied = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(EACCES) || (error as NSError).code == NSFileWriteNoPermissionError
             throw StratusError(denied ? .permissionFailure : .badContainer, "cannot create the folder \(directory.path) for the store: \(error.localizedDescription)")
         }
+        // A file system mounted read-only (one the kernel remounted after an error, say) lets
+        // SQLite open the file for reading only, and the first write fails as "unable to open
+        // database file": said here as the missing access it is.
+        var fileSystem = statvfs()
+        if statvfs(directory.path, &fileSystem) == 0 && fileSystem.f_flag & UInt(ST_RDONLY) != 0 {
+            throw StratusError(.permissionFailure, "cannot write the store at \(path): its folder \(directory.path) is on a read-only file system (mount it writable, or copy the store to a writable folder)")
+        }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if descriptor >= 0 {
             // Through FileHandle: inside the engine, `close` names ``close()``.
             try? FileHandle(fileDescriptor: descriptor, closeOnDealloc: false).close()
         } else if errno != EEXIST {
-            throw StratusError(.badContainer, "cannot create the store \(path): \(String(cString: strerror(errno)))")
+            let code = errno
+            throw StratusError(code == EACCES || code == EROFS ? .permissionFailure : .badContainer, "cannot create the store \(path): \(String(cString: strerror(code)))")
         }
     }
 
