@@ -50,7 +50,7 @@ final class ChangeOutput {
             tokens.outputCommit = nil
             committed = nil
         }
-        Self.removeStrayLinks(of: tokens.resolvedPath, keeping: committed?.link)
+        Self.removeStrayLinks(of: tokens.resolvedPath, besideOutputs: [outputPath] + (committed.map { [$0.path] } ?? []), keeping: committed?.link)
         if let committed { try cutBack(committed) }
     }
 
@@ -103,6 +103,7 @@ final class ChangeOutput {
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be opened or recorded.
     private func openFile(_ outputPath: String) throws {
         let committed = tokens.outputCommit
+        let existed = access(outputPath, F_OK) == 0
         // Created as private as the store whose records it holds.
         descriptor = Glibc.open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
@@ -149,7 +150,14 @@ final class ChangeOutput {
             let link = Self.hold(outputPath, tokenPath: tokens.resolvedPath)
             commit = ChangeTokenFile.OutputCommit(fileIdentity: identity, length: length, path: outputPath, link: link)
             tokens.outputCommit = commit
-            try tokens.save()
+            do {
+                try tokens.save()
+            } catch {
+                // Nothing was committed: neither the link nor a file this run made stays.
+                if let link { unlink(link) }
+                if !existed && length == 0 { unlink(outputPath) }
+                throw error
+            }
             // Only the link that holds the committed file: a token file names it, and an edited
             // one must not make a run remove any file it names.
             if let old = committed?.link, old != link, Self.identity(of: old) == committed?.fileIdentity { unlink(old) }
@@ -248,16 +256,28 @@ final class ChangeOutput {
         return nil
     }
 
-    /// Links beside the token file that no state names (left by a run killed between making a
-    /// link and recording it).
-    private static func removeStrayLinks(of tokenPath: String, keeping kept: String?) {
+    /// Links that no state names (left by a run killed, or failed, between making a link and
+    /// recording it): beside the token file, and this token file's hidden links beside the
+    /// outputs it names (made there when the token is on another file system), which would
+    /// otherwise keep every output a consumer removed on the disk.
+    private static func removeStrayLinks(of tokenPath: String, besideOutputs outputs: [String], keeping kept: String?) {
         let url = URL(fileURLWithPath: tokenPath)
         let prefix = url.lastPathComponent + ".output-"
         let folder = url.deletingLastPathComponent()
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
-        for name in names where name.hasPrefix(prefix) {
-            let path = folder.appendingPathComponent(name).path
-            if path != kept { unlink(path) }
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) {
+            for name in names where name.hasPrefix(prefix) {
+                let path = folder.appendingPathComponent(name).path
+                if path != kept { unlink(path) }
+            }
+        }
+        let mark = ".stratus-\(tokenMark(tokenPath))-"
+        let outputFolders = Set(outputs.map { URL(fileURLWithPath: JobFile.resolve($0)).deletingLastPathComponent().path })
+        for outputFolder in outputFolders {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: outputFolder) else { continue }
+            for name in names where name.hasPrefix(".") && name.contains(mark) {
+                let path = URL(fileURLWithPath: outputFolder).appendingPathComponent(name).path
+                if path != kept { unlink(path) }
+            }
         }
     }
 

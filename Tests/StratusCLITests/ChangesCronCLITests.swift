@@ -283,6 +283,36 @@ struct ChangesCronCLITests {
         }
     }
 
+    @Test("a token file on another file system than its outputs holds each by a hidden link beside it; a link a failed or killed run left there is removed by the next run, so an output a consumer removed does not stay on the disk (found by an operator tester)", arguments: TestEngine.all)
+    func strayLinksBesideOutputsAreRemoved(engine: TestEngine) async throws {
+        let outputs = "/dev/shm/stratus-test-\(UUID().uuidString)"
+        guard (try? FileManager.default.createDirectory(atPath: outputs, withIntermediateDirectories: true)) != nil else { return }  // no /dev/shm: nothing on another file system to test
+        defer { try? FileManager.default.removeItem(atPath: outputs) }
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            func hidden() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: outputs).filter { $0.hasPrefix(".") }.sorted() }
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let token = store.path("tok")
+            #expect(try await cli.run(["changes", "--token-file", token, "--output", outputs + "/out1.ndjson", "--quiet"]).exitCode == 0)
+            let links = try hidden()
+            // Same file system as the token after all: no links beside the outputs to test.
+            guard let live = links.first else { return }
+            #expect(links.count == 1 && live.hasPrefix(".out1.ndjson.stratus-"), "\(links)")
+            // What a run that failed after making its link leaves: another link of the token's, to a file since removed.
+            let gone = outputs + "/gone.ndjson"
+            try "a consumed export\n".write(toFile: gone, atomically: false, encoding: .utf8)
+            let stray = outputs + "/" + String(live.replacingOccurrences(of: ".out1.ndjson.", with: ".gone.ndjson.").dropLast(4)) + "f00d"
+            #expect(link(gone, stray) == 0)
+            try FileManager.default.removeItem(atPath: gone)
+            try FileManager.default.removeItem(atPath: outputs + "/out1.ndjson")
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(1, prefix: "second")).exitCode == 0)
+            let next = try await cli.run(["changes", "--token-file", token, "--output", outputs + "/out2.ndjson", "--quiet"])
+            #expect(next.exitCode == 0, "\(next)")
+            let after = try hidden()
+            #expect(after.count == 1 && after.first?.hasPrefix(".out2.ndjson.stratus-") == true, "only the link of the output the token names stays: \(after)")
+        }
+    }
+
     @Test("an asset that cannot be written into --assets-dir (a file size limit) is the output's failure, 73, and the token stays; the next run writes it", arguments: TestEngine.all)
     func assetFolderWriteFailure(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
