@@ -87,7 +87,10 @@ struct AssetsCommand: Command {
         switch action {
         case .gc:
             let collected = try await database.collectUnreferencedAssets()
-            try StandardOutput.line("removed \(Progress.grouped(collected.removedContents)) unreferenced content(s) (\(Progress.grouped(Int(collected.removedBytes))) bytes), \(Progress.grouped(collected.removedUploads)) unfinished \(collected.removedUploads == 1 ? "copy" : "copies"), \(Progress.grouped(collected.releasedHolds)) hold(s) of stopped writers")
+            // What was removed is a report, not output a script reads: a cron job's --quiet run says nothing.
+            if !StratusCommand.isQuiet.load(ordering: .relaxed) {
+                try StandardOutput.line("removed \(Progress.grouped(collected.removedContents)) unreferenced content(s) (\(Progress.grouped(Int(collected.removedBytes))) bytes), \(Progress.grouped(collected.removedUploads)) unfinished \(collected.removedUploads == 1 ? "copy" : "copies"), \(Progress.grouped(collected.releasedHolds)) hold(s) of stopped writers")
+            }
             return .success
         case .info:
             let (count, bytes) = try await database.assetContentInventory()

@@ -164,7 +164,7 @@ extension CopyCommand {
         func origin(_ engine: any StorageEngine) -> String {
             engine is PostgresEngine ? "the PostgreSQL role it logs in as" : "the login name"
         }
-        StratusCommand.log("note: commands on --to act as the user '\(after)' (\(origin(destination))) where on --from they acted as '\(before)' (\(origin(source))); give them --user \(before) (or set STRATUS_USER=\(before)) to act on the copy as the same user: the creator of the same records, with the same private database")
+        StratusCommand.note("note: commands on --to act as the user '\(after)' (\(origin(destination))) where on --from they acted as '\(before)' (\(origin(source))); give them --user \(before) (or set STRATUS_USER=\(before)) to act on the copy as the same user: the creator of the same records, with the same private database")
     }
 }
 

@@ -166,6 +166,13 @@ struct StoreCLITests {
             // Without --quiet the same events are still told.
             let told = try await cli.run(["import", try cli.file("more.ndjson", Input.notes(1, prefix: "m")), "--store", path, "--zone", "Told", "--create-zones"])
             #expect(told.exitCode == 0 && told.stderr.contains("created zone Told"), "\(told)")
+            // A nightly collection of asset content, and a copy to a store worked on as another
+            // user (found by an operator tester: each printed on every run).
+            let collected = try await cli.run(["assets", "gc", "--store", path, "--quiet"])
+            #expect(collected.exitCode == 0 && collected.stdout.isEmpty && collected.stderr.isEmpty, "\(collected)")
+            #expect(try await cli.run(["assets", "gc", "--store", path]).stdout.hasPrefix("removed 0 unreferenced"))
+            let copied = try await cli.run(["copy", "--from", path, "--to", store.path("copy.sqlite"), "--quiet"], environment: ["STRATUS_USER": ""])
+            #expect(copied.exitCode == 0 && copied.stdout.isEmpty && copied.stderr.isEmpty, "\(copied)")
         }
     }
 
