@@ -220,6 +220,7 @@ struct ImportCommand: Command {
             // Appending rejects to the input would make them input again, until the disk is full.
             throw UsageError(message: "--reject-file \(rejectPath) is the input itself; name another file")
         }
+        try refuseFirstLineMistakes(of: input, readOptions)
         let rejects = try RejectFile(path: rejectPath)
         let checkpoint = try checkpointPath.map { try ImportCheckpointFile(path: $0, input: input.identity, inputSize: input.size, destination: checkpointDestination) }
         // A dry run writes nothing, so it needs a store that exists (for its schemas); one the
@@ -274,6 +275,7 @@ struct ImportCommand: Command {
         } catch let error as StratusError {
             throw CommandFailure(.dataError, "the input cannot be read: \(error.message)")
         }
+        try refuseCSVOptions(for: reader.detectedFormat)
         let progress = Progress(style: progressStyle, verb: dryRun ? "checked" : "imported")
 
         if !dryRun { Interruption.install { importer.cancel() } }
@@ -390,6 +392,42 @@ struct ImportCommand: Command {
         let handle: FileHandle
         let identity: String
         let size: Int64?
+    }
+
+    /// Refuses what the input's start shows is wrong (a CSV header without a recordName column
+    /// or without a column `--types` names, `--type` given for JSON) before a store is made
+    /// or a checkpoint taken: read from a regular file without moving its offset. A pipe is
+    /// read once, so its start is checked as the import reads it.
+    private func refuseFirstLineMistakes(of input: Input, _ options: RecordReadOptions) throws {
+        var status = stat()
+        let descriptor = input.handle.fileDescriptor
+        guard inputPath != nil, inputPath != "-", fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return }
+        var bytes = [UInt8](repeating: 0, count: Self.probedBytes)
+        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, Self.probedBytes, 0) }
+        guard count > 0 else { return }
+        // Only a whole first line says what the input is (a header cut short would be wrong).
+        let whole = Int64(count) == Int64(status.st_size)
+        guard let end = whole ? count : bytes[..<count].lastIndex(of: UInt8(ascii: "\n")).map({ $0 + 1 }) else { return }
+        var probeOptions = options
+        probeOptions.stopRequested = nil
+        let probe: RecordReader
+        do {
+            probe = try RecordReader(data: Data(bytes[..<end]), options: probeOptions)
+        } catch let error as StratusError {
+            throw CommandFailure(.dataError, "the input cannot be read: \(error.message)")
+        }
+        try refuseCSVOptions(for: probe.detectedFormat)
+    }
+
+    /// The bytes read from a file's start to check it: more than any CSV header.
+    private static let probedBytes = 1 << 20
+
+    /// `--type` and `--types` describe CSV rows; JSON records name their type and their
+    /// values' types, and the options would be ignored unseen (a wrongly typed field then).
+    private func refuseCSVOptions(for format: RecordFormat) throws {
+        guard format != .csv, csvType != nil || !csvTypes.isEmpty else { return }
+        let given = [csvType.map { _ in "--type" }, csvTypes.isEmpty ? nil : "--types"].compactMap { $0 }.joined(separator: " and ")
+        throw UsageError(message: "\(given) describe\(given.contains(" and ") ? "" : "s") CSV input, and the input is \(format.rawValue.uppercased()), whose records name their record type and each value's type; leave \(given.contains(" and ") ? "them" : "it") out, or give --format csv for CSV")
     }
 
     private func openInput() throws -> Input {

@@ -567,6 +567,28 @@ struct ImportCLITests {
         }
     }
 
+    @Test("a mistake the input file's first line shows (a CSV header lacking a column --types names, or no recordName column; --type or --types for JSON) is refused before a store is made; from a pipe, before anything is written (found by a data tester: --types was ignored for JSON, typing the field wrongly)", arguments: TestEngine.all)
+    func firstLineMistakesMakeNoStore(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let csv = try cli.file("prices.csv", "recordName,price\np1,3\n")
+            let misspelt = try await cli.run(["import", csv, "--type", "Product", "--types", "prcie:DOUBLE"])
+            #expect(misspelt.exitCode == 65 && misspelt.stderr.contains("a column type is given for 'prcie'"), "\(misspelt)")
+            let noName = try await cli.run(["import", try cli.file("names.csv", "name,price\np1,3\n"), "--format", "csv", "--type", "Product"])
+            #expect(noName.exitCode == 65 && noName.stderr.contains("no recordName column"), "\(noName)")
+            let json = try cli.file("q.ndjson", #"{"recordType":"Q","recordName":"q","fields":{"n":{"value":"5"}}}"# + "\n")
+            for options in [["--types", "n:INT64"], ["--type", "Q"]] {
+                let refused = try await cli.run(["import", json] + options)
+                #expect(refused.exitCode == 64 && refused.stderr.contains("\(options[0]) describes CSV input, and the input is NDJSON"), "\(refused)")
+            }
+            #expect(!cli.storeExists(), "nothing was made for runs that were refused")
+            let piped = try await cli.run(["import", "-", "--types", "n:INT64"], stdin: try #require(cli.read(json)))
+            #expect(piped.exitCode == 64 && piped.stderr.contains("--types describes CSV input"), "\(piped)")
+            #expect(try await cli.count("Q") == 0)
+            Summary.expectImport(try await cli.run(["import", csv, "--type", "Product", "--types", "price:DOUBLE"]), imported: 1)
+        }
+    }
+
     @Test("--dry-run reads and validates everything, reports counts and writes nothing", arguments: TestEngine.all)
     func dryRun(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
