@@ -174,6 +174,21 @@ struct CopyCLITests {
         }
     }
 
+    // SQLite only: -wal and -shm files are SQLite's.
+    @Test("an export that stops at --limit while pages are read ahead closes its read: no -wal or -shm file is left (found by an operator tester)")
+    func limitedExportLeavesNoLogFiles() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(5_000)).exitCode == 0)
+            for limit in ["3", "1500"] {
+                let exported = try await cli.run(["export", "--type", "Note", "--limit", limit, "--quiet"])
+                #expect(exported.exitCode == 0 && exported.stdoutLines.count == Int(limit), "\(exported.stderr)")
+                let logs = [cli.storePath + "-wal", cli.storePath + "-shm"]
+                #expect(logs.filter(cli.exists).isEmpty, "--limit \(limit) left \(logs.filter(cli.exists))")
+            }
+        }
+    }
+
     @Test("a copy that finished with --checkpoint (its checkpoint removed, as a kill just after the removal leaves it) run again the same way finds nothing to copy and exits 0; once the source changed, it compares again and names the zone that differs (exit 1)", arguments: TestEngine.all)
     func finishedCopyRunAgain(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -84,6 +84,41 @@ struct PostgresFaultTests {
         #expect(try await TestDatabase.exists("before", in: records))
     }
 
+    @Test("an export cancelled while its read waits for another transaction's lock stops then, as cancelled, not when the lock is released (found by an operator tester: a cron job's timeout waited for the lock)")
+    func exportCancelledWhileWaitingOnALock() async throws {
+        let database = try PostgresTestServer.makeDatabase()
+        let container = try Container(identifier: "com.example.locks", postgresURL: database.url, userName: "alice")
+        let records = container.publicCloudDatabase
+        _ = try await records.modifyRecords(saving: (0..<3).map { makeRecord("Item", "i\($0)") }, deleting: [])
+        // Another session holds the records table; it lets go when told, or at last in any
+        // case, so that a read that does not stop ends the test (failed).
+        let url = database.url
+        let (locked, released) = (Box<Bool>(false), Box<Bool>(false))
+        let holding = Task {
+            let holder = try PostgresConnection(url: url)
+            try holder.executeScript("BEGIN; LOCK TABLE records IN ACCESS EXCLUSIVE MODE")
+            locked.value = true
+            if (try? await Task.sleep(for: .seconds(120))) != nil { released.value = true }
+            try holder.executeScript("ROLLBACK")
+        }
+        for _ in 0..<3_000 where !locked.value { try await Task.sleep(for: .milliseconds(20)) }
+        try #require(locked.value, "the lock was not taken: \(String(describing: try? await holding.value))")
+        final class Collected: RecordSink {
+            var names: [String] = []
+            func write(_ record: Record) throws { names.append(record.recordID.recordName) }
+        }
+        let exporter = RecordExporter(database: records, query: Query(recordType: "Item"))
+        let running = Task { try await exporter.run(into: Collected()) }
+        try await Task.sleep(for: .milliseconds(500))
+        exporter.cancel()
+        let summary = try await running.value
+        let endedBeforeRelease = !released.value
+        holding.cancel()
+        try await holding.value
+        #expect(endedBeforeRelease, "the export ended only when the lock was released")
+        #expect(summary.end == .cancelled && summary.exported == 0, "\(summary)")
+    }
+
     @Test("an unreachable server is exit 75 naming host and port, without the password")
     func unreachable() async throws {
         try await TemporaryStore.with { store in

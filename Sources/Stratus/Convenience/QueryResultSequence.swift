@@ -83,6 +83,15 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
         /// consumer that writes them out without records. Pages decoded already stay records:
         /// ask before the first.
         func keepStoredRows() { reader.keepStoredRows() }
+
+        /// Ends the read now, though pages are left (a consumer that stopped at a limit): the
+        /// store's snapshot and connection are given back before the caller goes on, not when
+        /// the last page read ahead is let go (after a process's exit, which then left SQLite's
+        /// `-wal` and `-shm` files beside the store).
+        func finish() { reader.stop() }
+
+        /// The reader, for a job that stops the read from elsewhere (``RecordExporter/cancel()``).
+        var pageReader: PageReader { reader }
     }
 
     /// A page as ``Iterator/nextPage()`` gives it.
@@ -154,6 +163,10 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             var keepsStoredRows = false
         }
         private let state = Mutex(State())
+        /// Stops a statement of the read that waits on the server (a PostgreSQL read queued
+        /// behind another transaction's lock) when the read is stopped: a cron job's `timeout`
+        /// must end it then, not when the lock is released.
+        private let cancellation = StatementCancellation()
 
         init(sequence: QueryResultSequence) { self.sequence = sequence }
 
@@ -202,7 +215,7 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             }
             guard start else { return }
             queue.async { [self] in
-                let rows = Result { try read() }
+                let rows = Result { try cancellation.run { try read() } }
                 let more = state.withLock { state -> Bool in
                     state.reading = false
                     if case .success(.some) = rows { return !state.finished }
@@ -299,6 +312,14 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             private var records: [Record]
             init(_ records: [Record]) { self.records = records }
             func drop() { records = [] }
+        }
+
+        /// Ends the read before its end: a statement it waits on is stopped, then the
+        /// snapshot ends.
+        func stop() {
+            guard !state.withLock({ $0.finished && $0.stream == nil }) else { return }
+            cancellation.cancel()
+            close()
         }
 
         /// Ends the snapshot; further pages are none.

@@ -92,7 +92,14 @@ public final class RecordExporter: Sendable {
     /// ```swift
     /// signalSource.setEventHandler { exporter.cancel() }
     /// ```
-    public func cancel() { cancelled.store(true, ordering: .relaxed) }
+    public func cancel() {
+        cancelled.store(true, ordering: .relaxed)
+        // A read waiting on the server (a lock another transaction holds) stops now.
+        reading.withLock { $0 }?.stop()
+    }
+
+    /// The read of the running export, which ``cancel()`` stops.
+    private let reading = Mutex<QueryResultSequence.PageReader?>(nil)
 
     /// Whether ``cancel()`` was called or the running task was cancelled.
     public var isCancelled: Bool { cancelled.load(ordering: .relaxed) || Task.isCancelled }
@@ -119,6 +126,11 @@ public final class RecordExporter: Sendable {
         // The sequence reads and decodes the next pages while this one is written, so that
         // reading, decoding and writing overlap.
         var pages = records().makeAsyncIterator()
+        reading.withLock { $0 = pages.pageReader }
+        defer {
+            reading.withLock { $0 = nil }
+            pages.finish()
+        }
         let batchSink = sink as? any RecordBatchSink
         // Writing records from their stored rows skips making them, most of the work; asked
         // before the first page, so that every page comes so.
