@@ -87,13 +87,22 @@ struct CopyCommand: Command {
         stop.attach(copier)
         let progress = Progress(style: progressStyle, verb: "copied")
         let summary: StoreCopier.Summary
+        let copiedSoFar = Atomic<Int>(0)
         do {
-            summary = try await copier.run(checkpointStore: checkpoint) { progress.update(done: $0) }
+            summary = try await copier.run(checkpointStore: checkpoint) { done in
+                copiedSoFar.store(done, ordering: .relaxed)
+                progress.update(done: done)
+            }
         } catch let error as StratusError where error.code == .invalidArguments {
             // The advice fits a destination left holding records by a copy stopped without a
             // checkpoint, not the other refusals (the same store under two names).
             let leftHoldingRecords = checkpointPath == nil && error.underlyingError is StoreCopier.DestinationHoldsRecords
             throw UsageError(message: error.message + (leftHoldingRecords ? " (give --checkpoint to make a copy that can go on after a stop)" : ""))
+        } catch var error as StratusError where checkpointPath == nil && copiedSoFar.load(ordering: .relaxed) > 0 {
+            // A retry (75) of a copy without a checkpoint is refused, as the destination holds
+            // what this run copied: said now, with what to do, not left for the retry to find.
+            error.message += "; the copy stopped after \(StoreReport.counted(copiedSoFar.load(ordering: .relaxed), "record")): the destination (--to) holds them, so a new copy into it is refused until it is emptied or removed (give --checkpoint to make a copy that can go on after a stop)"
+            throw error
         }
         let skipped = summary.zonesSkipped > 0 ? " (\(StoreReport.counted(summary.zonesSkipped, "zone")) copied by an earlier run)" : ""
         if summary.end == .cancelled {

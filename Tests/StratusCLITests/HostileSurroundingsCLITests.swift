@@ -514,4 +514,21 @@ struct HostileSurroundingsCLITests {
             #expect(try await cli.count("Photo") == 0)
         }
     }
+
+    // SQLite only: the limit is on files the command writes.
+    @Test("a copy without --checkpoint that fails part way says the destination holds what it copied and what to do, rather than leaving a retry to be refused (found by an operator tester)")
+    func copyFailingPartWay() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            let padding = String(repeating: "x", count: 400)
+            let lines = (1...6_000).map { #"{"recordName":"r\#($0)","recordType":"Row","fields":{"pad":{"value":"\#(padding)","type":"STRING"}}}"# }
+            #expect(try await cli.run(["import", try cli.file("rows.ndjson", lines.joined(separator: "\n") + "\n"), "--quiet"]).exitCode == 0)
+            let limited = try await cli.shell(#"ulimit -f 2000 && exec "$STRATUS" copy --from "$FROM" --to copy.sqlite --batch-size 500 --progress none"#,
+                                              environment: ["FROM": cli.storePath])
+            #expect(limited.exitCode == 73 && limited.stderr.contains("File too large"), "\(limited)")
+            #expect(limited.stderr.contains("the destination (--to) holds them") && limited.stderr.contains("give --checkpoint"), "\(limited)")
+            let retry = try await cli.run(["copy", "--from", cli.storePath, "--to", store.path("copy.sqlite")])
+            #expect(retry.exitCode == 64 && retry.stderr.contains("already holds"), "\(retry)")
+        }
+    }
 }
