@@ -54,6 +54,7 @@ extension Container {
             if let container = containers[identifier] { return container }
             let container = Container(identifier: identifier, engine: defaultStoreEngine(for: identifier, caller: "CKContainer.default()"), userName: nil)
             containers[identifier] = container
+            Container.defaultForOperations.withLock { $0 = container }
             return container
         }
     }

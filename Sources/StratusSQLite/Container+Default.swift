@@ -30,6 +30,7 @@ extension Container {
             do {
                 let container = try Container(identifier: identifier)
                 containers[identifier] = container
+                Container.defaultForOperations.withLock { $0 = container }
                 return container
             } catch {
                 // A PostgreSQL URL in $STRATUS_STORE may carry a password, and a trap's message

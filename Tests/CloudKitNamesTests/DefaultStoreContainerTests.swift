@@ -31,7 +31,9 @@ struct DefaultStoreContainerTests {
             #expect(try await run(["changes", tokenFile]).stdoutLines.sorted() == ["changed Buy milk", "changed Call mum"])
             #expect(try await run(["changes", tokenFile]).stdoutLines.isEmpty, "the archived token continues after what was seen")
 
-            // CKContainer.default() is the container STRATUS_CONTAINER names, in the same store.
+            // CKContainer.default() is the container STRATUS_CONTAINER names, in the same store;
+            // `list` then runs its query on an OperationQueue of its own, with no database, which
+            // is CKContainer.default()'s private database (found by a porting tester: it failed).
             _ = try await run(["add", "Water plants"], container: "iCloud.com.example.notes")
             #expect(try await run(["list"], container: "iCloud.com.example.notes").stdoutLines.count == 3)
             #expect(try await run(["list"], container: "iCloud.com.example.other").stdoutLines.isEmpty)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A container of databases, like `CKContainer`: one app's data, in one environment, seen by one user.
 ///
@@ -171,6 +172,12 @@ public final class Container: NSObject, Sendable {
         let name = NSUserName()
         return name.isEmpty ? "defaultUser" : name
     }
+
+    /// The container an operation runs in when it has neither a database nor a container in
+    /// its configuration (added to an `OperationQueue` of its own), as CloudKit runs one in
+    /// `CKContainer.default()`'s private database: the container `default()` answered in this
+    /// process (`Container.default()`, or `CKContainer.default()` under `import CloudKit`).
+    package static let defaultForOperations = Mutex<Container?>(nil)
 
     /// The container `CKContainer.default()` answers: the one `$STRATUS_CONTAINER` names, else
     /// `default` (the one the `stratus` tool uses without `--container`).

@@ -176,7 +176,8 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
             } catch {
                 outcome = StratusError.wrap(error)
             }
-        } else if let database = database ?? effectiveConfiguration.container?.privateCloudDatabase {
+        } else if let database = database ?? effectiveConfiguration.container?.privateCloudDatabase
+                    ?? Container.defaultForOperations.withLock({ $0 })?.privateCloudDatabase {
             // Run through its configuration's container: that database is its own from here
             // (its retry policy, the client change tokens it keeps), as an added one's is.
             if self.database == nil { self.database = database }
@@ -189,7 +190,7 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
             timer?.cancel()
             outcome = outcome.map(timedOutError(for:))
         } else {
-            outcome = StratusError(.invalidArguments, "\(type(of: self)) has no database: add it with database.add(_:), set its database property, or set configuration.container")
+            outcome = StratusError(.invalidArguments, "\(type(of: self)) has no database: add it with database.add(_:), set its database property, or set configuration.container (an operation with none runs in the private database of Container.default(), CKContainer.default() under import CloudKit, once the program has asked for it)")
         }
         // A source with a checkpoint joins a pipeline of its own when it starts.
         let (pipeline, output) = pipelineMembership.withLock { ($0.pipeline, $0.output) }
