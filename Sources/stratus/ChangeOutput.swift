@@ -103,7 +103,9 @@ final class ChangeOutput {
     /// - Throws: ``CommandFailure`` `cannotCreateOutput` when it cannot be opened or recorded.
     private func openFile(_ outputPath: String) throws {
         let committed = tokens.outputCommit
-        let existed = access(outputPath, F_OK) == 0
+        // The name itself (a symbolic link, dangling or not, is the user's, never removed).
+        var named = stat()
+        let existed = lstat(outputPath, &named) == 0
         // Created as private as the store whose records it holds.
         descriptor = Glibc.open(outputPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw CommandFailure.system(.cannotCreateOutput, "cannot open the output file \(outputPath)") }
@@ -258,8 +260,8 @@ final class ChangeOutput {
 
     /// Links that no state names (left by a run killed, or failed, between making a link and
     /// recording it): beside the token file, and this token file's hidden links beside the
-    /// outputs it names (made there when the token is on another file system), which would
-    /// otherwise keep every output a consumer removed on the disk.
+    /// outputs it names (made there when the token is on another file system) that are the last
+    /// name of their file, which would otherwise keep every output a consumer removed on the disk.
     private static func removeStrayLinks(of tokenPath: String, besideOutputs outputs: [String], keeping kept: String?) {
         let url = URL(fileURLWithPath: tokenPath)
         let prefix = url.lastPathComponent + ".output-"
@@ -270,13 +272,18 @@ final class ChangeOutput {
                 if path != kept { unlink(path) }
             }
         }
+        // Only a link that is its file's last name: the mark is the token file's path, which
+        // another host's or container's job may share (one output volume, `/state/token` in
+        // each), and whose committed link holds an output that still has its own name.
         let mark = ".stratus-\(tokenMark(tokenPath))-"
         let outputFolders = Set(outputs.map { URL(fileURLWithPath: JobFile.resolve($0)).deletingLastPathComponent().path })
         for outputFolder in outputFolders {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: outputFolder) else { continue }
             for name in names where name.hasPrefix(".") && name.contains(mark) {
                 let path = URL(fileURLWithPath: outputFolder).appendingPathComponent(name).path
-                if path != kept { unlink(path) }
+                var info = stat()
+                guard path != kept, lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1 else { continue }
+                unlink(path)
             }
         }
     }
