@@ -210,6 +210,15 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// their owner can read them: on SQLite, whoever can read the file can read every record
     /// in it. SQLite gives the write-ahead log and shared-memory files the file's mode.
     private static func createPrivately(_ path: String) throws {
+        // A file system mounted read-only (one the kernel remounted after an error, say) lets
+        // SQLite open the file for reading only, and the first write fails as "unable to open
+        // database file": said here as the missing access it is. Where SQLite writes: beside
+        // the file a link names, else in the nearest folder there is (a missing one is made).
+        if let folder = readOnlyFileSystemFolder(for: path) {
+            throw StratusError(.permissionFailure, FileManager.default.fileExists(atPath: path)
+                ? "cannot write the store at \(path): \(folder) is on a read-only file system (mount it writable, or copy the store to a writable folder)"
+                : "cannot create the store at \(path): \(folder) is on a read-only file system (mount it writable, or name a store in a writable folder)")
+        }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -217,13 +226,6 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             // A folder on the way that this user may not enter or write is a permission problem.
             let denied = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(EACCES) || (error as NSError).code == NSFileWriteNoPermissionError
             throw StratusError(denied ? .permissionFailure : .badContainer, "cannot create the folder \(directory.path) for the store: \(error.localizedDescription)")
-        }
-        // A file system mounted read-only (one the kernel remounted after an error, say) lets
-        // SQLite open the file for reading only, and the first write fails as "unable to open
-        // database file": said here as the missing access it is.
-        var fileSystem = statvfs()
-        if statvfs(directory.path, &fileSystem) == 0 && fileSystem.f_flag & UInt(ST_RDONLY) != 0 {
-            throw StratusError(.permissionFailure, "cannot write the store at \(path): its folder \(directory.path) is on a read-only file system (mount it writable, or copy the store to a writable folder)")
         }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if descriptor >= 0 {
@@ -233,6 +235,23 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
             let code = errno
             throw StratusError(code == EACCES || code == EROFS ? .permissionFailure : .badContainer, "cannot create the store \(path): \(String(cString: strerror(code)))")
         }
+    }
+
+    /// The folder on a read-only file system where a writer of the store at `path` would
+    /// write (its `-wal` beside the file a link names), or nil.
+    private static func readOnlyFileSystemFolder(for path: String) -> String? {
+        var file = path
+        if let real = realpath(path, nil) {
+            file = String(cString: real)
+            free(real)
+        }
+        var folder = URL(fileURLWithPath: file).deletingLastPathComponent().path
+        while !FileManager.default.fileExists(atPath: folder) && folder != "/" {
+            folder = URL(fileURLWithPath: folder).deletingLastPathComponent().path
+        }
+        var fileSystem = statvfs()
+        guard statvfs(folder, &fileSystem) == 0, fileSystem.f_flag & UInt(ST_RDONLY) != 0 else { return nil }
+        return folder
     }
 
     private static func milliseconds(_ duration: Duration) -> Int32 {
