@@ -125,7 +125,7 @@ struct ImportCommand: Command {
         "--atomic: the default zone has no atomic capability (as CloudKit's), so the store would write its records one by one; import without --atomic, or into a custom zone (--zone, zones create)"
 
     private static let atomicNeedsZones =
-        "an atomic import writes into atomic custom zones the store has, or that --create-zones creates (the default zone has no atomic capability, as CloudKit's); create the store's zone first (zones create NAME), or give --create-zones"
+        "an atomic import writes into atomic custom zones: records that name no zone go to the default zone, which has no atomic capability (as CloudKit's), so create the store and its zone first (zones create NAME) and import into it with --zone NAME; records that name their zones (a records/modify request) need --create-zones to make them"
 
     static func parse(_ arguments: ParsedArguments) throws -> ImportCommand {
         var command = ImportCommand(store: try StoreOptions(arguments))
@@ -306,6 +306,9 @@ struct ImportCommand: Command {
                 throw CommandFailure(.dataError, "the input cannot be read\(failure.summary.read > 0 ? " further" : ""): \(error.message)")
             case (.store, let error as StratusError) where error.code == .limitExceeded:
                 throw CommandFailure(.dataError, error.message)
+            case (.store, let error as StratusError) where error.code == .invalidArguments && atomic && error.message.contains("atomic capability"):
+                // A zone the records name has no atomic capability: the option's mistake, said as the tool's.
+                throw UsageError(message: "--atomic: " + error.message.replacingOccurrences(of: " (isAtomic)", with: ""))
             case (.checkpoint, let error as StratusError) where error.code == .invalidArguments:
                 throw CommandFailure(.usage, "the checkpoint \(checkpointPath ?? ""): \(error.message)")
             default:
