@@ -614,7 +614,8 @@ extension JSONCursor {
         guard name.isPresent else { throw fail(t, key, type, i, "has no recordName") }
         let recordName = string(name)
         if !Self.isPlainRecordName(name, base) {
-            // A user's record (`_` and 32 hex digits) is what an author or owner field refers to.
+            // Names with a leading `_` too, as a save in Swift takes them: a user's record (`_`
+            // and 32 hex digits) is what an author or owner field refers to.
             do { try Naming.checkRecordName(recordName, allowSystemNames: true) } catch { throw fail(name, key, type, i, "names a bad record: \(error.message)") }
         }
         if zoneStart >= 0 {

@@ -324,7 +324,12 @@ enum RecordWriteRules {
         let stored = existing?.jsonExtras ?? Record.JSONExtras()
         // Records made in Swift (not read from CloudKit JSON) have none: nothing to merge.
         if incoming.isEmpty && (existing == nil || stored.isEmpty) { return incoming }
-        var merged = existing == nil || replacing ? incoming : recordLevel(incoming, over: stored)
+        // A whole version (its change tag, creation and modification given: an answer's record,
+        // an export's line) says what the record is, members it lacks included; a request's
+        // record (an operation's) says only what it changes.
+        let given = save.systemFields
+        let wholeVersion = given.recordChangeTag != nil && given.creationDate != nil && given.modificationDate != nil
+        var merged = existing == nil || replacing || wholeVersion ? incoming : recordLevel(incoming, over: stored)
         merged.fields = [:]
         // A parent set in Swift replaces the one whose JSON was kept (Record.parent drops it).
         if save.parentChanged && incoming.members["parent"] == nil { merged.members["parent"] = nil }
