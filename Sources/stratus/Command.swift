@@ -76,7 +76,7 @@ struct Option {
     var takesValue: Bool { value != nil }
 
     /// `--quiet` of a command that has no progress or advice of its own to silence.
-    static let quietOnSuccess = Option(flag: "--quiet", "no notes on stderr that report nothing wrong (what was written, what was created); errors and warnings still go there")
+    static let quietOnSuccess = Option(flag: "--quiet", "no notes on stderr that report nothing wrong (what was written, what was created), and no report of work done (assets gc); errors and warnings still go there")
 }
 
 /// Options several commands share, declared once.

@@ -192,7 +192,7 @@ enum WhereClause {
         return typedPredicate
     }
 
-    /// Refuses before the store is read, as the usage error it is, a condition no query runs
+    /// Refuses before any record is read, as the usage error it is, a condition no query runs
     /// (bytes compared with `==`): the operation would refuse it only once running, without
     /// saying which option was wrong.
     private static func checkRunnable(_ predicate: QueryPredicate, recordType: String) throws {
