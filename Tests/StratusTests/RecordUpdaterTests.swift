@@ -77,6 +77,33 @@ struct RecordUpdaterTests {
         }
     }
 
+    @Test("a cancel ends with the run it stopped: the same updater or deleter runs again and does its work (found by a pipeline tester: every later run did nothing)")
+    func cancelledJobsRunAgain() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().publicCloudDatabase
+            _ = try await TestDatabase.save(makeRecords("Item", count: 30, prefix: "i") { _ in [:] }, in: database)
+            var options = RecordUpdater.Options()
+            options.batchSize = 10
+            let updater = RecordUpdater(database: database, query: Query(recordType: "Item"), setting: ["tag": .string("new")], options: options)
+            updater.cancel()
+            let stopped = try await updater.run()
+            #expect(stopped.end == .cancelled && stopped.updated < 30, "\(stopped)")
+            let again = try await updater.run()
+            #expect(again.end == .finished && stopped.updated + again.updated == 30 && again.unchanged == stopped.updated, "\(stopped) \(again)")
+
+            var deleteOptions = RecordDeleter.Options()
+            deleteOptions.batchSize = 10
+            let deleter = RecordDeleter(database: database, query: Query(recordType: "Item"), options: deleteOptions)
+            deleter.cancel()
+            let held = try await deleter.run()
+            #expect(held.end == .cancelled && held.deleted < 30, "\(held)")
+            let deleted = try await deleter.run()
+            #expect(deleted.end == .finished && held.deleted + deleted.deleted == 30, "\(held) \(deleted)")
+            let (left, _) = try await database.records(matching: Query(recordType: "Item"), inZoneWith: nil)
+            #expect(left.isEmpty)
+        }
+    }
+
     @Test("a record the store refuses because the values would pass its field data limit counts among the failures a resumed run reports")
     func failuresBeforeTheTransactionCount() async throws {
         try await SQLiteFixture.with { fixture in

@@ -52,8 +52,13 @@ final class PipelineJobRun: Sendable {
             cancel()
         }
         // The stages ended: let go of them. A stage's block that holds the job (to cancel it)
-        // would otherwise keep the stages, and through them the job's store, for ever.
-        state.withLock { $0.stages = [] }
+        // would otherwise keep the stages, and through them the job's store, for ever. A cancel
+        // ends with the run it stopped: a job kept for a nightly run runs again, as an
+        // importer or exporter does.
+        state.withLock { state in
+            state.stages = []
+            state.isCancelled = false
+        }
         return result
     }
 }
