@@ -33,7 +33,9 @@ extension JobFileError {
         case .notARegularFile: return CommandFailure(.usage, message)
         case .cannotRead(let code): return CommandFailure(code == EACCES || code == EPERM ? .permissionDenied : .inputMissing, message)
         case .tooLarge: return CommandFailure(.dataError, message)
-        case .cannotWrite: return CommandFailure(.cannotCreateOutput, message)
+        // A lock or job file another user made (a run as root before): the access is missing,
+        // as for a file that cannot be read; other failures are the output's (a full disk).
+        case .cannotWrite(let code): return CommandFailure(code == EACCES || code == EPERM ? .permissionDenied : .cannotCreateOutput, message)
         case .holdsAnotherKind(nil) where file == .changeTokenFile:
             return CommandFailure(.dataError, "the token file \(path) does not hold a change token; name another file for --token-file (this one is left as it is)")
         case .holdsAnotherKind, .damaged, .newerFormat, .belongsToAnotherJob:

@@ -48,6 +48,22 @@ struct ReadOnlyStoreCLITests {
         }
     }
 
+    // SQLite only: file modes (the job file's lock is a file whatever the engine).
+    @Test("a job file's lock another user made (a run as root before) is 77 naming its owner, not 73 'cannot create' (found by an operator tester)")
+    func lockFileOfAnotherUser() async throws {
+        try Self.requireOtherUser()
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            chmod(store.directory.path, 0o777)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2)).exitCode == 0)
+            chmod(cli.storePath, 0o644)
+            let token = store.path("tok")
+            #expect(try await cli.run(["changes", "--token-file", token, "--quiet"]).exitCode == 0, "root's run leaves its lock file")
+            let refused = try await Self.asNobody(cli, ["changes", "--token-file", token], store: cli.storePath)
+            #expect(refused.exitCode == 77 && refused.stderr.contains("cannot open the lock file") && refused.stderr.contains("owner uid 0"), "\(refused.exitCode) \(refused.stderr)")
+        }
+    }
+
     // SQLite only: file modes, -wal and -shm; the PostgreSQL counterpart is rolesWithoutPrivileges.
     @Test("no write access: without a writer, reads fail with 77 naming the missing access; while a writer has it open, reads work read-only; writes fail with 77 and change nothing")
     func readOnlyStore() async throws {

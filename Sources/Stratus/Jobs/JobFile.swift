@@ -56,8 +56,12 @@ package final class JobFile {
         do throws(POSIXFailure) {
             lock = try FileDescriptor.open(lockPath, O_RDWR | O_CREAT, mode: 0o600)
         } catch {
-            throw JobFileError(path: path, file: file, reason: .cannotWrite(errno: error.errno),
-                               message: "cannot create the lock file \(lockPath): \(error.reason)")
+            // One that exists is another user's (a run as root before): say whose.
+            var lockInfo = stat()
+            let message = stat(lockPath, &lockInfo) == 0
+                ? "cannot open the lock file \(lockPath) (owner uid \(lockInfo.st_uid), mode \(String(lockInfo.st_mode & 0o777, radix: 8))) for writing: \(error.reason); run the job as that user, or remove the lock file when no run holds it"
+                : "cannot create the lock file \(lockPath): \(error.reason)"
+            throw JobFileError(path: path, file: file, reason: .cannotWrite(errno: error.errno), message: message)
         }
         if flock(lock.raw, LOCK_EX | LOCK_NB) != 0 {
             throw JobFileError(path: path, file: file, reason: .inUse(lockFile: lockPath))
