@@ -174,6 +174,44 @@ struct PipelineRunTests {
         }
     }
 
+    @Test("a checkpointed pipeline whose position no one store would say exactly is refused before anything is read: two stages that write the store, or a writing stage on another store than the source's (found by a pipeline tester: records were skipped and done twice after kills)")
+    func checkpointNeedsOneWriterInTheSourcesStore() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(30), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 10)
+            query.checkpoint = PipelineCheckpoint(job: "two-writers")
+            let first = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+                for record in records { record["count"] = (Self.int(record, "count") ?? 0) + 1 }
+                return records
+            }
+            let audit = TransformOperation(transforming: query) { (records: [Record]) in
+                records.map { Record(recordType: "Audit", recordID: Record.ID(recordName: "audit-" + $0.recordID.recordName)) }
+            }
+            let second = ModifyRecordsOperation(savingRecordsFrom: audit) { $0 }
+            let finals = Box<[StratusError?]>([])
+            first.modifyRecordsResultBlock = { result in finals.update { $0.append(finalError(result)) } }
+            second.modifyRecordsResultBlock = { result in finals.update { $0.append(finalError(result)) } }
+            await #expect(throws: StratusError.self) { try await database.run([query, first, audit, second]) }
+            #expect(finals.value.count == 2 && finals.value.allSatisfy { $0?.message.contains("2 stages write it") == true }, "\(finals.value)")
+            #expect(try await TestDatabase.queryAll(try Query(recordType: "Item", format: "count == 1"), in: database).isEmpty, "nothing was written")
+
+            let other = try Container(identifier: SQLiteFixture.identifier, storePath: fixture.store.path("other.sqlite"), userName: "alice").publicCloudDatabase
+            let elsewhere = PipelineStreamingTests.everyItem(pageSize: 10)
+            elsewhere.checkpoint = PipelineCheckpoint(job: "copy-elsewhere")
+            let copy = ModifyRecordsOperation(savingRecordsFrom: elsewhere) { records in
+                records.map { Record(recordType: "Item", recordID: $0.recordID) }
+            }
+            let copyFinal = Box<StratusError?>(nil)
+            copy.modifyRecordsResultBlock = { copyFinal.value = finalError($0) }
+            other.add(copy)
+            database.add(elsewhere)
+            await waitUntilFinished([elsewhere, copy])
+            #expect(copyFinal.value?.code == .invalidArguments && copyFinal.value?.message.contains("not the store its source reads") == true, "\(String(describing: copyFinal.value))")
+            #expect(try await TestDatabase.queryAll(Query(recordType: "Item"), in: other).isEmpty)
+        }
+    }
+
     @Test("a stopped job's position, discarded, makes the next run start from the beginning; a completed job has none to discard")
     func discardedPosition() async throws {
         try await SQLiteFixture.with { fixture in

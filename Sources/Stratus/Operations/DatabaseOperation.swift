@@ -229,6 +229,10 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
     /// batches to a closure do not, and run ``executeStage()`` instead.
     var needsDatabase: Bool { true }
 
+    /// Whether the stage writes the store and records its pipeline's position in the same
+    /// transactions (``PipelineCheckpoint``): a modify or delete stage.
+    var recordsPipelinePositions: Bool { false }
+
     /// Does the work of a stage that needs no database. Such stages override.
     func executeStage() throws -> StratusError? {
         preconditionFailure("\(type(of: self)) must override executeStage()")

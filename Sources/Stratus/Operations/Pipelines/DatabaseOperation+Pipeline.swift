@@ -53,6 +53,7 @@ extension DatabaseOperation {
         var start: PipelinePosition?
         var failuresBefore = 0
         if let checkpoint {
+            try Self.checkPositionRecording(of: pipeline, job: checkpoint.job, sourceEngine: engine)
             if let text = try withRetry({ try engine.jobProgressText(checkpoint.job) }) {
                 do {
                     let progress = try PipelineJobProgress(text: text)
@@ -70,6 +71,23 @@ extension DatabaseOperation {
         }
         pipeline.begin(checkpoint: checkpoint, engine: engine, startPosition: start, failuresBefore: failuresBefore)
         return start
+    }
+
+    /// Refuses, before anything is read, a checkpointed pipeline whose position the store
+    /// would not say exactly: one stage records it in its writes' transactions, and the source
+    /// reads it from its own store. With two writing stages a resumed run would go on after
+    /// whichever committed last (the other's batches skipped or done twice); with a writing
+    /// stage on another store the source would never find it.
+    private static func checkPositionRecording(of pipeline: Pipeline, job: String, sourceEngine: any StorageEngine) throws {
+        let writers = pipeline.positionRecordingStages
+        if writers.count > 1 {
+            throw StratusError(.invalidArguments, "pipeline job '\(job)' keeps its position in the transactions of the stage that writes the store, and \(writers.count) stages write it (\(writers.map { String(describing: type(of: $0)) }.joined(separator: ", "))): a resumed run would go on after whichever committed last. Write in one stage (a transform can make what both write), or run a checkpointed pipeline for each")
+        }
+        guard let writer = writers.first, let database = writer.database else { return }
+        let source = try? sourceEngine.storeIdentifier
+        if database.engine !== sourceEngine, let source, let written = try? database.engine.storeIdentifier, written != source {
+            throw StratusError(.invalidArguments, "pipeline job '\(job)' keeps its position in the store its \(String(describing: type(of: writer))) writes, which is not the store its source reads, where a resumed run looks for it: read and write one store in a checkpointed pipeline, or run it without a checkpoint")
+        }
     }
 
     /// Hands batch `sequence` of a source to its consumers (waiting while one holds its

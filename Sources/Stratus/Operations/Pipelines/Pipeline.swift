@@ -87,6 +87,11 @@ final class Pipeline: Sendable {
     /// Every stage's identity.
     var stageIdentifiers: Set<ObjectIdentifier> { state.withLock { Set($0.stages.map(\.id)) } }
 
+    /// The stages that record the pipeline's position in their writes' transactions.
+    var positionRecordingStages: [DatabaseOperation] {
+        state.withLock { $0.stages.compactMap(\.operation).filter(\.recordsPipelinePositions) }
+    }
+
     /// Records that `consumer` takes `producer`'s batches through `output`.
     func connect(_ consumer: DatabaseOperation, to producer: DatabaseOperation, through output: any PipelineOutputEnd) {
         add(producer)

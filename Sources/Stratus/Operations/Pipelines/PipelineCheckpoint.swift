@@ -8,7 +8,9 @@ import Foundation
 /// (a ``ModifyRecordsOperation`` or ``DeleteRecordsOperation`` the batches reach) records the
 /// source's position under the checkpoint's ``job`` name in the same transaction as each
 /// batch's writes, so the store itself says exactly what committed, and each batch is written
-/// in one transaction. A ``PipelineCheckpointStore`` (a file) also gets the position after each
+/// in one transaction. A pipeline has one such stage, on the store its source reads: two, or
+/// one on another store, are refused (`invalidArguments`) before anything is read, as no one
+/// transaction would say the position. A ``PipelineCheckpointStore`` (a file) also gets the position after each
 /// batch every stage completed: for stages that write elsewhere, that is the only record, and a
 /// batch completed after the last save is done again. The source starts after the store's
 /// position, else the file's. When the whole pipeline completes, both are removed.

@@ -14,6 +14,8 @@ import Foundation
 /// database.add(purge)
 /// ```
 public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendable {
+    override var recordsPipelinePositions: Bool { true }
+
     /// The IDs of the records to delete, when ``query`` is `nil`.
     public var recordIDs: [Record.ID]?
     /// When set, the operation deletes every record that matches it in ``zoneID``, instead of

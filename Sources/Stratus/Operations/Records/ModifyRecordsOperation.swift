@@ -21,6 +21,8 @@ import Synchronization
 /// database.add(op)
 /// ```
 open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, @unchecked Sendable {
+    override var recordsPipelinePositions: Bool { true }
+
     /// How a save treats the copy of the record already in the store.
     ///
     /// ```swift
