@@ -212,6 +212,26 @@ struct PipelineRunTests {
         }
     }
 
+    @Test("a pipeline stopped before its first batch completed gives no resumeCursor (start over), not the query's own cursor past records no stage finished (found by a pipeline tester: resuming from it skipped a page)")
+    func noResumeCursorBeforeTheFirstBatch() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(50), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 10)
+            let check = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+                query.cancel()
+                return records
+            }
+            let count = ConsumeOperation(consuming: check) { (_: [Record]) in }
+            let queryFinal = Box<StratusError?>(nil)
+            query.queryResultBlock = { queryFinal.value = finalError($0) }
+            await #expect(throws: StratusError.self) { try await database.run([query, check, count]) }
+            let error = try #require(queryFinal.value)
+            #expect(error.code == .operationCancelled && error.pipelinePosition == nil, "\(error)")
+            #expect(error.resumeCursor == nil, "no batch was completed: \(String(describing: error.resumeCursor))")
+        }
+    }
+
     @Test("a stopped job's position, discarded, makes the next run start from the beginning; a completed job has none to discard")
     func discardedPosition() async throws {
         try await SQLiteFixture.with { fixture in

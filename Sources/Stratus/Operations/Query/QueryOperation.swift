@@ -172,7 +172,9 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
         }
         func cancelled(_ returned: Int, at progress: Progress) -> StratusError {
             var error = stoppedError("QueryOperation", completed: returned)
-            error.resumeCursor = error.resumeCursor ?? makeCursor(progress)
+            // A pipeline's source resumes where every stage got (the pipeline says it, nil
+            // before the first batch completed): its own cursor is past what they did not do.
+            if pipeline == nil { error.resumeCursor = error.resumeCursor ?? makeCursor(progress) }
             return error
         }
         if fetchAllResults { return try readAll(compiled, from: progress, cursor: makeCursor, cancelled: cancelled, engine: engine, context: context) }
