@@ -706,7 +706,13 @@ extension JSONCursor {
                     // Stratus's own: where its export put the content of a CloudKit asset that has
                     // no fileChecksum to name it by. It means something only with the folder.
                     guard v.kind == .string else { throw fail(v, key, type, i, "has a \(name) that is \(v.kindName), not a string") }
-                    texts[name] = string(v)
+                    let file = string(v)
+                    // Only a digest names a file there: another name (a path) is refused, not
+                    // dropped unseen.
+                    guard SHA256Hasher.Digest.isHexadecimal(file) else {
+                        throw fail(v, key, type, i, "has a \(name) '\(file)', which names no content file: the export writes the 64 hexadecimal digits of the content's SHA-256 there")
+                    }
+                    texts[name] = file
                     return 1 << 6
                 case "size":
                     guard v.kind == .number else { throw fail(v, key, type, i, "has 'size' as \(v.kindName), not a number") }
@@ -737,7 +743,7 @@ extension JSONCursor {
             // the member Stratus's export writes for an asset that has no checksum.
             metadata = metadata.replacingMetadata({ var described = metadata.cloudKitMetadata; described.downloadURL = text; return described }())
             let names = [(metadata.fileChecksum.flatMap(AssetAttacher.checksumFileName), "fileChecksum"),
-                         (texts[AssetExportFolder.contentFileMember].flatMap { SHA256Hasher.Digest.isHexadecimal($0) ? $0 : nil }, AssetExportFolder.contentFileMember)]
+                         (texts[AssetExportFolder.contentFileMember], AssetExportFolder.contentFileMember)]
             // Looked at without following links: a link is the confined open's to follow or
             // refuse, so that nothing here reads (or tells the size of) a file outside the folder.
             func present(_ name: String, in directory: URL) -> Bool {

@@ -88,7 +88,11 @@ extension RecordReader {
         while true {
             guard let top = frames.last else {
                 guard let b = try peekSignificant() else { return nil }
+                // Envelope named by the caller: a record or an array of them is another format,
+                // refused before any of it is read rather than after it was imported.
+                let envelopeAsked = options.format == .envelope
                 if b == UInt8(ascii: "[") {
+                    if envelopeAsked { throw fatal(at: input.start, Self.notAnEnvelope("a JSON array of records")) }
                     input.start += 1
                     frames.append(Frame(kind: .records))
                     continue
@@ -102,6 +106,7 @@ extension RecordReader {
                     frames.append(Frame(kind: .envelope, zoneID: zone))
                     continue
                 }
+                if envelopeAsked { throw fatal(at: input.start, Self.notAnEnvelope("a record object")) }
                 return try recordUnit()
             }
             let last = frames.count - 1
@@ -147,6 +152,11 @@ extension RecordReader {
                 }
             }
         }
+    }
+
+    /// Why input read as an envelope is not one.
+    static func notAnEnvelope(_ found: String) -> String {
+        "the input was given as an envelope (--format envelope: a CloudKit answer or request, {\"records\": […]}), and it starts with \(found); give its own format (ndjson, json), or leave the format to be detected"
     }
 
     /// Whether the object at `input.start` is an envelope rather than a record.
@@ -335,7 +345,9 @@ extension RecordReader {
         let entry = frames.last { $0.kind == .zone }
         if entry != nil && !readChangesAnswerRecord { readChangesAnswerRecord = true }
         let entryNamesNoZone = entry?.namesNoZone == true
-        let (decoded, recordStart) = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
+        // A record's nesting counts from the record, as on an NDJSON line: an export's envelope
+        // or array around records an NDJSON import took must not make them too deep.
+        let (decoded, recordStart) = try withCursor(depth: 0) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
             let b = try c.peek()
             let start = c.pos
             guard b == UInt8(ascii: "{") else {
@@ -370,7 +382,8 @@ extension RecordReader {
     ) throws -> RecordReadResult {
         let zone = currentZone
         let zoneIsKnown = frames.contains { $0.zoneID != nil }
-        let (decoded, recordStart) = try withCursor(depth: frames.count) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
+        // Nesting counts from the unit (see recordUnit()).
+        let (decoded, recordStart) = try withCursor(depth: 0) { (c) throws(ScanFailure) -> (DecodedRecord, Int) in
             // The unit starts at its first byte, after the whitespace before it: a deleted
             // record's result is read again from here.
             let first = try c.peek()
@@ -387,7 +400,7 @@ extension RecordReader {
 
     /// Reads one operation of a `records/modify` request.
     private func operationUnit() throws -> RecordReadResult {
-        let depth = frames.count
+        let depth = 0
         return try wrappedRecordUnit("an operation object") { (c, start, zone, zoneIsKnown) throws(ScanFailure) -> (DecodedRecord, Int) in
             let (type, recordOffset) = try c.scanOperation()
             if let problem = c.problem { return (.rejected(offset: problem.offset, recordName: nil, message: problem.message), start) }
@@ -432,7 +445,7 @@ extension RecordReader {
     /// CloudKit Web Services' `serverErrorCode` items are; a deleted record's result (`{"type",
     /// "recordName"}`) is a deletion, as a changes answer's tombstone is.
     private func recordResultUnit() throws -> RecordReadResult {
-        let depth = frames.count
+        let depth = 0
         let readsDeletions = context.readsDeletions
         return try wrappedRecordUnit("a record result object") { (c, start, zone, zoneIsKnown) throws(ScanFailure) -> (DecodedRecord, Int) in
             let (strings, recordOffset) = try c.scanRecordWrapper("the record result", keys: ["recordName", "errorCode", "message"])

@@ -589,6 +589,21 @@ struct ImportCLITests {
         }
     }
 
+    @Test("--format envelope on NDJSON, a JSON array or a record object is refused before anything is written (found by a data tester: the records were written, then the run failed)", arguments: TestEngine.all)
+    func envelopeFormatOnOtherInput(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            try await cli.createStore()
+            let record = #"{"recordName":"e1","recordType":"T","fields":{}}"#
+            for (name, input, found) in [("lines.ndjson", record + "\n" + record.replacingOccurrences(of: "e1", with: "e2") + "\n", "a record object"),
+                                         ("array.json", "[" + record + "]", "a JSON array of records")] {
+                let refused = try await cli.run(["import", try cli.file(name, input), "--format", "envelope"])
+                #expect(refused.exitCode == 65 && refused.stderr.contains("given as an envelope") && refused.stderr.contains("starts with \(found)"), "\(refused)")
+            }
+            #expect(try await cli.count("T") == 0, "nothing was written")
+        }
+    }
+
     @Test("--dry-run reads and validates everything, reports counts and writes nothing", arguments: TestEngine.all)
     func dryRun(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -179,7 +179,9 @@ struct MalformedInputTests {
                 var options = RecordReadOptions()
                 options.format = format
                 let outcomes = Self.check(Data(text.utf8), options, "deep \(text.prefix(20)) \(String(describing: format))")
-                #expect(outcomes.count == 1 && outcomes[0].contains("nesting is deeper than 64 levels"), "\(outcomes)")
+                // Given as an envelope, an array or a record is refused as no envelope first.
+                let refusedAsNoEnvelope = format == .envelope && !text.hasPrefix("{\"records\"") && outcomes.first?.contains("given as an envelope") == true
+                #expect(outcomes.count == 1 && (outcomes[0].contains("nesting is deeper than 64 levels") || refusedAsNoEnvelope), "\(outcomes)")
             }
         }
         let huge = #"{"recordName":"a","recordType":"T","fields":{"n":{"value":1"# + String(repeating: "0", count: 100_000) + "}}}"
