@@ -553,6 +553,23 @@ struct ImportCLITests {
         }
     }
 
+    @Test("an atomic import with --create-zones that writes nothing (a record rejected) makes no zone either; one that writes makes it (found by a data tester)", arguments: TestEngine.all)
+    func atomicImportMakesZonesOnlyWithItsWrite(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            try await cli.createStore()
+            let good = Input.note("a1", title: "ok", count: 1)
+            let bad = #"{"recordName":"_bad","recordType":"Note","fields":{}}"#
+            let refused = try await cli.run(["import", "--zone", "NewZ", "--atomic", "--create-zones"], stdin: good + "\n" + bad + "\n")
+            #expect(refused.exitCode == 65 && !refused.stderr.contains("created zone"), "\(refused)")
+            let zones = try await cli.run(["zones", "list"])
+            #expect(!zones.stdout.contains("NewZ"), "\(zones)")
+            let written = try await cli.run(["import", "--zone", "NewZ", "--atomic", "--create-zones"], stdin: good + "\n")
+            #expect(written.exitCode == 0 && written.stderr.contains("created zone NewZ"), "\(written)")
+            #expect(try await cli.count("Note", extra: ["--zone", "NewZ"]) == 1)
+        }
+    }
+
     @Test("--atomic into the default zone is refused before the store is opened: a refused run creates no store (--zone _defaultZone: 64; records without a zone, into a store that does not exist, without --create-zones: 66)", arguments: TestEngine.all)
     func atomicDefaultZoneCreatesNoStore(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -52,6 +52,8 @@ final class ImportRun {
     private var atomicDeletionZones: [RecordZone.ID: Int] = [:]
     /// Zones known to exist (or, in a dry run, that would be created).
     private var knownZones: Set<RecordZone.ID> = []
+    /// The zones an atomic import makes just before its one write (``writeAtomically()``).
+    private var atomicZonesToCreate: [RecordZone.ID] = []
     /// The zone the last record named and where it went: records mostly come zone by zone.
     @exclusivity(unchecked) private var lastGivenZone: RecordZone.ID?
     @exclusivity(unchecked) private var lastPlacement: (zoneID: RecordZone.ID, keptOwner: String?) = (.default, nil)
@@ -397,6 +399,12 @@ final class ImportRun {
         }
         if let simulation {
             simulation.createZone(RecordZone(zoneID: zoneID), in: database.context)
+        } else if mode == .atomic {
+            // Made just before the one write, so that an atomic import that writes nothing
+            // (a record rejected) makes no zone either.
+            atomicZonesToCreate.append(zoneID)
+            knownZones.insert(zoneID)
+            return
         } else {
             do {
                 _ = try await database.save(RecordZone(zoneID: zoneID))
@@ -1017,6 +1025,15 @@ final class ImportRun {
             return
         }
         guard batch.writeCount > 0 else { return }
+        for zoneID in atomicZonesToCreate {
+            do {
+                _ = try await database.save(RecordZone(zoneID: zoneID))
+            } catch {
+                throw failure(.store, error)
+            }
+            summary.createdZones.append(zoneID)
+        }
+        atomicZonesToCreate = []
         let all = batch
         batch = ImportBatch()
         let outcome = try await outcome(of: submit(all, atomic: true))
