@@ -57,7 +57,9 @@ final class Progress: @unchecked Sendable {
     func update(done: Int, total: Int? = nil) {
         guard style != .quiet && style != .summaryOnly else { return }
         lock.withLock {
-            if let last = lastChecked, done >= last, done - last < 256 { return }
+            // A call that brings no progress (a job that waits) reads the clock, so a stalled
+            // job still says it works.
+            if let last = lastChecked, done > last, done - last < 256 { return }
             lastChecked = done
             report(done: done, total: total)
         }

@@ -77,6 +77,28 @@ struct RecordUpdaterTests {
         }
     }
 
+    @Test("progress comes once a batch (a run whose records need no write too), and at the end with the whole summary (found by a pipeline tester: every 256 records, once for an unchanged run)")
+    func progressOnceABatch() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().publicCloudDatabase
+            _ = try await TestDatabase.save(makeRecords("Item", count: 30, prefix: "i") { _ in [:] }, in: database)
+            var options = RecordUpdater.Options()
+            options.batchSize = 10
+            for round in ["changing", "unchanged"] {
+                let seen = Box<[RecordUpdater.Summary]>([])
+                let summary = try await RecordUpdater(database: database, query: Query(recordType: "Item"), setting: ["tag": .string("new")], options: options)
+                    .run(progress: { now in seen.update { $0.append(now) } })
+                #expect(seen.value.count >= 3 && seen.value.last == summary && summary.matched == 30, "\(round): \(seen.value)")
+            }
+            var deleteOptions = RecordDeleter.Options()
+            deleteOptions.batchSize = 10
+            let seen = Box<[RecordDeleter.Summary]>([])
+            let deleted = try await RecordDeleter(database: database, query: Query(recordType: "Item"), options: deleteOptions)
+                .run(progress: { now in seen.update { $0.append(now) } })
+            #expect(deleted.deleted == 30 && seen.value.filter { $0.deleted % 10 == 0 && $0.deleted > 0 }.count >= 3 && seen.value.last == deleted, "\(seen.value)")
+        }
+    }
+
     @Test("a cancel ends with the run it stopped: the same updater or deleter runs again and does its work (found by a pipeline tester: every later run did nothing)")
     func cancelledJobsRunAgain() async throws {
         try await SQLiteFixture.with { fixture in

@@ -166,17 +166,23 @@ public final class RecordDeleter: Sendable {
                 return true
             }
             delete.batchSize = options.batchSize
+            // A batch is settled when its last record is: every `batchSize` records settled.
+            let batchSize = options.batchSize
             delete.perRecordDeletionBlock = { _, kind in
                 let now = tally.update { summary -> Summary in
                     if kind == .deleted { summary.deleted += 1 } else { summary.notFound += 1 }
                     return summary
                 }
-                if (now.deleted + now.notFound) % 256 == 0 { progress?(now) }
+                if (now.deleted + now.notFound + now.failed) % batchSize == 0 { progress?(now) }
             }
             delete.perRecordDeleteBlock = { id, outcome in
                 guard case .failure(let error) = outcome else { return }
-                tally.update { $0.failed += 1 }
+                let now = tally.update { summary -> Summary in
+                    summary.failed += 1
+                    return summary
+                }
                 failed?(id, StratusError.wrap(error))
+                if (now.deleted + now.notFound + now.failed) % batchSize == 0 { progress?(now) }
             }
             result = await job.run([read, delete], on: database) { finish in
                 delete.deleteRecordsResultBlock = { outcome in

@@ -170,7 +170,8 @@ public final class RecordUpdater: Sendable {
     ///   - checkpoint: where the run's position is kept; the run starts after it. A dry run
     ///     neither reads nor keeps one.
     ///   - failed: each record the store refused, with why, once.
-    ///   - progress: what is settled so far, after each batch.
+    ///   - progress: what is settled so far, once for each batch read (the records it needs
+    ///     not write, and the batches written before it), and at the end.
     /// - Returns: what was done and why it ended.
     /// - Throws: `invalidArguments` for values no record may hold (before anything is read);
     ///   ``Failure`` when the query, the store or the checkpoint fails.
@@ -217,7 +218,14 @@ public final class RecordUpdater: Sendable {
                 for (key, value) in values { record.setFieldValue(value, forKey: key, encrypted: encryptedKeys.contains(key) || encryptedNow.contains(key)) }
                 for key in removedKeys { record.setFieldValue(nil, forKey: key) }
             }
-            tally.update { $0.matched += records.count; $0.unchanged += records.count - changed.count }
+            let now = tally.update { summary -> Summary in
+                summary.matched += records.count
+                summary.unchanged += records.count - changed.count
+                return summary
+            }
+            // Once a batch: what is settled so far (the batches written before it, and this
+            // one's records that need no write).
+            progress?(now)
             return changed
         }
         // A dry run is the real run's write policy applied to a simulation of the store: the
@@ -232,11 +240,7 @@ public final class RecordUpdater: Sendable {
         save.perRecordSaveBlock = { [job] id, outcome in
             switch outcome {
             case .success:
-                let now = tally.update { summary -> Summary in
-                    summary.updated += 1
-                    return summary
-                }
-                if now.updated % 256 == 0 { progress?(now) }
+                tally.update { $0.updated += 1 }
             case .failure(let error):
                 let error = StratusError.wrap(error)
                 failed?(id, error)
