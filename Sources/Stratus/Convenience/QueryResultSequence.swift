@@ -161,6 +161,8 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
             var viewer: String?
             /// Pages the engine offers as stored rows are delivered so (see ``Iterator/keepStoredRows()``).
             var keepsStoredRows = false
+            /// ``stop()`` was called.
+            var stopped = false
         }
         private let state = Mutex(State())
         /// Stops a statement of the read that waits on the server (a PostgreSQL read queued
@@ -317,10 +319,17 @@ public struct QueryResultSequence: AsyncSequence, Sendable {
         /// Ends the read before its end: a statement it waits on is stopped, then the
         /// snapshot ends.
         func stop() {
-            guard !state.withLock({ $0.finished && $0.stream == nil }) else { return }
+            let reading = state.withLock { state -> Bool in
+                defer { state.stopped = true }
+                return !(state.finished && state.stream == nil)
+            }
+            guard reading else { return }
             cancellation.cancel()
             close()
         }
+
+        /// Whether ``stop()`` ended the read (its end then is no end of the records).
+        var wasStopped: Bool { state.withLock { $0.stopped } }
 
         /// Ends the snapshot; further pages are none.
         func close() {

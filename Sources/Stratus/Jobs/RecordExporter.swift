@@ -137,6 +137,7 @@ public final class RecordExporter: Sendable {
         if batchSink?.encodesStoredRows == true { pages.keepStoredRows() }
         do {
             guard let first = try await pages.nextPage() else {
+                if pages.pageReader.wasStopped { summary.end = .cancelled }
                 progress?(0)
                 return summary
             }
@@ -151,6 +152,8 @@ public final class RecordExporter: Sendable {
             summary.end = .cancelled
             return summary
         }
+        // A cancel that stopped the read before a page came ends the pages early: not finished.
+        if summary.end == .finished, pages.pageReader.wasStopped, summary.exported < limit { summary.end = .cancelled }
         if summary.end == .finished { progress?(summary.exported) }
         return summary
     }
