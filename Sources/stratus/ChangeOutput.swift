@@ -91,7 +91,7 @@ final class ChangeOutput {
             guard errno == EWOULDBLOCK else {
                 throw CommandFailure.system(.cannotCreateOutput, "cannot lock the output file \(path), which keeps two runs from writing it at once")
             }
-            throw CommandFailure(.temporaryFailure, "another run is writing the output file \(path) (a job of another token file, or this one started twice); give each job its own output file, or try again later")
+            throw CommandFailure(.temporaryFailure, "the output file \(path) is locked: a consumer holds it (flock, while it empties the file), another run is writing it (a job of another token file, or this one started twice), or both; try again later, and give each job its own output file")
         }
         if let locked, locked.descriptor != descriptor { close(locked.descriptor) }
         locked = (identity, file)

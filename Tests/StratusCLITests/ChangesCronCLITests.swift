@@ -426,7 +426,7 @@ struct ChangesCronCLITests {
             // The other job runs while this one holds the file (flock(1) stands in for it).
             for token in ["a.token", "b.token"] {
                 let held = try await cli.shell(#"flock "\#(output)" "$STRATUS" changes --token-file "\#(store.path(token))" --output "\#(output)""#)
-                #expect(held.exitCode == 75 && held.stderr.contains("another run is writing the output file"), "\(token): \(held)")
+                #expect(held.exitCode == 75 && held.stderr.contains("is locked: a consumer holds it"), "\(token): \(held)")
             }
             #expect(cli.read(output) == written, "nothing cut back or appended")
             #expect([cli.read(store.path("a.token")), cli.read(store.path("b.token"))] == tokens)
