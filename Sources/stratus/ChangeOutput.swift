@@ -238,6 +238,12 @@ final class ChangeOutput {
         guard size == committed.length || (ftruncate(descriptor, off_t(committed.length)) == 0 && fsync(descriptor) == 0) else {
             throw CommandFailure.system(.cannotCreateOutput, "cannot cut \(committed.path) back to its committed length")
         }
+        if size > committed.length, Self.identity(of: committed.path) != identity {
+            // Cut where the link holds it; a copy made of it since (a move to another disk is a
+            // copy) still holds what the stopped run wrote past its last commit, which the next
+            // run writes again.
+            StratusCommand.log("warning: the output file \(committed.path) was moved or removed after a run that stopped with \(Int64(size) - committed.length) bytes past its last commit: a copy of it made since (a move to another file system) holds them too, and this run writes those changes again; cut such a copy to its first \(committed.length) bytes (truncate -s \(committed.length) FILE)")
+        }
     }
 
     /// A new hard link to `path` under a random name: beside the token file, or, on another

@@ -283,6 +283,24 @@ struct ChangesCronCLITests {
         }
     }
 
+    @Test("an output moved to another disk (a copy, then a removal) after a run stopped past its last commit: the next run says the copy holds the stopped run's bytes and how many to keep (found by an operator tester: duplicates and a torn line went unseen)", arguments: TestEngine.all)
+    func movedOutputWithATornTail(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+            let token = store.path("tok"), output = store.path("out.ndjson")
+            #expect(try await cli.run(["changes", "--token-file", token, "--output", output, "--quiet"]).exitCode == 0)
+            let committed = try #require(cli.read(output))
+            // What a run stopped by a full disk leaves: bytes past the commit, half a line among them.
+            try (committed + #"{"recordName":"n1","recordType":"Note","fi"#).write(toFile: output, atomically: false, encoding: .utf8)
+            try FileManager.default.copyItem(atPath: output, toPath: store.path("moved.ndjson"))
+            try FileManager.default.removeItem(atPath: output)
+            let next = try await cli.run(["changes", "--token-file", token, "--output", store.path("out2.ndjson")])
+            #expect(next.exitCode == 0, "\(next)")
+            #expect(next.stderr.contains("was moved or removed after a run that stopped") && next.stderr.contains("truncate -s \(committed.utf8.count)"), "\(next)")
+        }
+    }
+
     @Test("a token file on another file system than its outputs holds each by a hidden link beside it; a link a failed or killed run left there is removed by the next run, so an output a consumer removed does not stay on the disk (found by an operator tester)", arguments: TestEngine.all)
     func strayLinksBesideOutputsAreRemoved(engine: TestEngine) async throws {
         let outputs = "/dev/shm/stratus-test-\(UUID().uuidString)"
