@@ -220,14 +220,24 @@ struct AssetsCLITests {
             try FileManager.default.createSymbolicLink(atPath: store.path("src/link"), withDestinationPath: secret.path)
             try FileManager.default.createDirectory(atPath: store.path("src/dir"), withIntermediateDirectories: true)
             #expect(mkfifo(store.path("src/fifo"), 0o600) == 0)
-            let paths = [secret.path, "../private/secret", "link", "dir", "fifo", "ok.bin"]
+            // A socket bound in the folder (found by a data tester: it was called missing).
+            let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(listener) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            let socketPath = Array(store.path("src/sock").utf8CString)
+            try #require(socketPath.count <= MemoryLayout.size(ofValue: address.sun_path))
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in socketPath.withUnsafeBytes { raw.copyMemory(from: $0) } }
+            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+            #expect(bound == 0)
+            let paths = [secret.path, "../private/secret", "link", "dir", "fifo", "sock", "ok.bin"]
             let lines = paths.enumerated().map { i, path in #"{"recordName":"r\#(i)","recordType":"F","fields":{"f":{"value":{"downloadURL":"\#(path)"},"type":"ASSETID"}}}"# }
             let rejects = store.path("rejects.ndjson")
             let result = try await cli.run(["import", try cli.file("bad.ndjson", lines.joined(separator: "\n") + "\n"), "--assets-dir", store.path("src"), "--reject-file", rejects])
             #expect(result.exitCode == 1, "\(result)")
-            Summary.expectImport(result, imported: 1, failed: 5)
+            Summary.expectImport(result, imported: 1, failed: 6)
             let reasons = try RejectLine.read(rejects).map(\.error)
-            for needle in ["absolute", "'..'", "symbolic link", "a directory", "a FIFO"] {
+            for needle in ["absolute", "'..'", "symbolic link", "a directory", "a FIFO", "a socket"] {
                 #expect(reasons.contains { $0.contains(needle) }, "no rejection says \(needle): \(reasons)")
             }
             #expect(try await cli.run(["assets", "info"]).stdout.hasPrefix("1 content(s), 2 bytes"))

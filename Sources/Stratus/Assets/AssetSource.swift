@@ -135,6 +135,9 @@ struct AssetSource {
             return fail(.assetFileNotFound, "\(display) does not exist" + (folder.map { " in the assets folder \($0)" } ?? ""))
         case EACCES, EPERM:
             return fail(.assetFileNotFound, "\(display) cannot be read: permission denied")
+        case ENXIO:
+            // What opening a socket answers (one bound in the folder, as a program's is).
+            return fail(.invalidArguments, "\(display) is a socket (or a device without a driver), not a regular file; an asset's source must be a regular file")
         default:
             return fail(.assetFileNotFound, "cannot open \(display): \(error.reason)")
         }
