@@ -271,6 +271,17 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("a record of another owner's zone imported into the shared database is refused with advice that works there (the owner's private database, as the owner), not --owner-as-current-user, which the shared database refuses (found by a data tester)", arguments: TestEngine.all)
+    func sharedDatabaseImportAdvice(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            try await cli.createStore()
+            let line = #"{"recordName":"r1","recordType":"T","zoneID":{"zoneName":"Z","ownerRecordName":"\#(Self.cloudKitUser)"},"fields":{}}"#
+            let refused = try await cli.run(["import", "--database", "shared"], stdin: line + "\n")
+            #expect(refused.exitCode == 77 && refused.stderr.contains("--database private --user LOGIN") && !refused.stderr.contains("--owner-as-current-user"), "\(refused)")
+        }
+    }
+
     @Test("a forced import that changes a record under the change tag it already has gets a new tag, so a writer holding the old version cannot overwrite it unseen", arguments: TestEngine.all)
     func sameTagOtherContentIsANewVersion(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -355,6 +355,14 @@ final class ImportRun {
             isCurrentUser = isCurrentUser || current.isCurrentUser(owner)
             guard isCurrentUser || given.isDefault || options.importsOwnersAsCurrentUser else {
                 let user = "'\(database.context.userName ?? "no user")'" + (current.userRecordName.map { ", user record name \($0)" } ?? "")
+                if database.databaseScope == .shared {
+                    // Neither piece of the private database's advice fits: the shared database
+                    // makes no zones, and a zone of the current user's is no shared one.
+                    throw try await stopForZones(consumed: consumed, StratusError(
+                        .permissionFailure,
+                        "line \(line): record '\(recordName)' is in zone '\(given.zoneName)' of owner '\(owner)', and the shared database shows the current user (\(user)) other users' zones shared with them, where an import restores no owner's zone: import the owner's records into the owner's private database, as that owner (--database private --user LOGIN\(owner.hasPrefix("_") ? "; `stratus users add LOGIN --record-name \(owner)` makes the login" : "")), and share the zone from there",
+                        zoneID: given))
+                }
                 throw try await stopForZones(consumed: consumed, StratusError(
                     .permissionFailure,
                     "line \(line): record '\(recordName)' is in zone '\(given.zoneName)' of owner '\(owner)', who is not the current user (\(user)); import it as the current user's zone with --owner-as-current-user (RecordImporter.Options.importsOwnersAsCurrentUser), \(owner.hasPrefix("_") ? "or as the login whose user record name the owner is (`stratus users add LOGIN --record-name \(owner)` makes one; then --user LOGIN)" : "or as that user (--user \(owner))")",
