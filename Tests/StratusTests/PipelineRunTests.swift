@@ -232,6 +232,22 @@ struct PipelineRunTests {
         }
     }
 
+    @Test("a stage cancelled before it starts names its class as every other message does, without its generic arguments (found by a pipeline tester)")
+    func cancelledBeforeStartNamesTheStage() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(5), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 10)
+            let transform = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in records }
+            let final = Box<StratusError?>(nil)
+            transform.transformResultBlock = { final.value = finalError($0) }
+            transform.cancel()
+            await #expect(throws: StratusError.self) { try await database.run([query, transform]) }
+            let message = try #require(final.value?.message)
+            #expect(message.contains("TransformOperation") && !message.contains("<"), "\(message)")
+        }
+    }
+
     @Test("a stopped job's position, discarded, makes the next run start from the beginning; a completed job has none to discard")
     func discardedPosition() async throws {
         try await SQLiteFixture.with { fixture in

@@ -79,7 +79,7 @@ public final class RecordDeleter: Sendable {
     /// A delete that could not go on: the error and what was done before it.
     ///
     /// ```swift
-    /// do { try await deleter.run() } catch let failure as RecordDeleter.Failure { print(failure.error) }
+    /// do { _ = try await deleter.run() } catch let failure as RecordDeleter.Failure { print(failure.error) }
     /// ```
     public struct Failure: Error, CustomStringConvertible {
         /// What stopped the delete, with ``StratusError/pipelinePosition`` where a resumed run starts.

@@ -96,7 +96,7 @@ public final class RecordUpdater: Sendable {
     /// An update that could not go on: the error and what was done before it.
     ///
     /// ```swift
-    /// do { try await updater.run() } catch let failure as RecordUpdater.Failure { print(failure.error, failure.summary.updated) }
+    /// do { _ = try await updater.run() } catch let failure as RecordUpdater.Failure { print(failure.error, failure.summary.updated) }
     /// ```
     public struct Failure: Error, CustomStringConvertible {
         /// What stopped the update (the query's, the store's or the checkpoint's error), with

@@ -169,7 +169,7 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         producing?.prepare(producer: self)
         var outcome: StratusError?
         if isCancelled {
-            outcome = StratusError.cancelled(String(describing: type(of: self)), completed: 0)
+            outcome = StratusError.cancelled(Pipeline.name(of: self), completed: 0)
         } else if !needsDatabase {
             do {
                 outcome = try executeStage()
