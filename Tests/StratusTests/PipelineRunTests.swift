@@ -232,6 +232,23 @@ struct PipelineRunTests {
         }
     }
 
+    @Test("a consumer attached to a producer that had started or finished fails saying so, rather than reporting success over part of the batches, or never reporting (found by a pipeline tester)")
+    func lateConsumersFail() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(30), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 10)
+            let first = ConsumeOperation(consuming: query) { (_: [Record]) in }
+            try await database.run([query, first])
+            let late = ConsumeOperation(consuming: query) { (_: [Record]) in }
+            let final = Box<StratusError?>(nil)
+            late.consumeResultBlock = { final.value = finalError($0) }
+            database.add(late)
+            await waitUntilFinished([late])
+            #expect(final.value?.code == .invalidArguments && final.value?.message.contains("after that had started") == true, "\(String(describing: final.value))")
+        }
+    }
+
     @Test("a stage cancelled before it starts names its class as every other message does, without its generic arguments (found by a pipeline tester)")
     func cancelledBeforeStartNamesTheStage() async throws {
         try await SQLiteFixture.with { fixture in

@@ -168,8 +168,11 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         joined?.start(self)
         producing?.prepare(producer: self)
         var outcome: StratusError?
+        let lateProducer = pipelineMembership.withLock { $0.attachedLateTo }
         if isCancelled {
             outcome = StratusError.cancelled(Pipeline.name(of: self), completed: 0)
+        } else if let lateProducer {
+            outcome = StratusError(.invalidArguments, "\(Pipeline.name(of: self)) was attached to its \(lateProducer) after that had started, so it would take only the batches sent after: make every consumer before adding its producer to a queue")
         } else if !needsDatabase {
             do {
                 outcome = try executeStage()

@@ -5,6 +5,9 @@ import Synchronization
 struct PipelineMembership: Sendable {
     var pipeline: Pipeline?
     var output: (any PipelineOutputEnd)?
+    /// The producer this consumer attached to after it had started: it would get only the
+    /// batches sent after, so it fails instead of reporting success over part of them.
+    var attachedLateTo: String?
 }
 
 /// How stages take part in a pipeline: attaching to a producer, starting as a source, handing
@@ -17,6 +20,7 @@ extension DatabaseOperation {
     /// it has none). Called by the consumers' initializers.
     func attach<Producer: ProducingOperation>(to producer: Producer) -> PipelineChannel<Producer.Element> {
         precondition(producer !== self, "an operation cannot consume its own output")
+        let late = producer.isExecuting || producer.isFinished ? Pipeline.name(of: producer) : nil
         let output = producer.pipelineOutput
         let pipeline = producer.pipelineMembership.withLock { membership -> Pipeline in
             membership.output = output
@@ -28,6 +32,7 @@ extension DatabaseOperation {
         let joined = pipelineMembership.withLock { membership -> Bool in
             guard membership.pipeline == nil else { return false }
             membership.pipeline = pipeline
+            membership.attachedLateTo = late
             return true
         }
         precondition(joined, "\(type(of: self)) takes the batches of one producer only")
