@@ -249,6 +249,59 @@ struct PipelineRunTests {
         }
     }
 
+    @Test("a pipeline run without one of its stages is refused before anything runs, naming the stage, rather than waiting forever; run again whole it completes (found by a pipeline tester)")
+    func stageLeftOutIsRefused() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            try await TestDatabase.save(items(30), in: database)
+            let query = PipelineStreamingTests.everyItem(pageSize: 10)
+            let mark = TransformOperation(transforming: query) { (records: [Record]) -> [Record] in
+                for record in records { record["marked"] = 1 }
+                return records
+            }
+            let save = ModifyRecordsOperation(savingRecordsFrom: mark)
+            let thrown = await #expect(throws: StratusError.self) { try await database.run([query, save]) }
+            #expect(thrown?.code == .invalidArguments && thrown?.message.contains("TransformOperation, a stage of the pipeline") == true, "\(String(describing: thrown))")
+            #expect(!query.isFinished && !save.isFinished)
+            #expect(try await TestDatabase.queryAll(try Query(recordType: "Item", format: "marked == 1"), in: database).isEmpty)
+
+            try await database.run([query, mark, save])
+            #expect(try await TestDatabase.queryAll(try Query(recordType: "Item", format: "marked == 1"), in: database).count == 30)
+
+            // A stage added to the database already is run by it, and need not be given.
+            let second = PipelineStreamingTests.everyItem(pageSize: 10)
+            let count = Box(0)
+            let consume = ConsumeOperation(consuming: second) { (records: [Record]) in count.update { $0 += records.count } }
+            database.add(second)
+            try await database.run([consume])
+            #expect(count.value == 30)
+        }
+    }
+
+    @Test("a writing stage whose store fails reports, with the store's error, how many records it had written, as a stage stopped otherwise does (found by a pipeline tester)")
+    func failingStoreStageSaysHowFarItGot() async throws {
+        let (database, engine, store) = try SafeWriteTests.scripted()
+        defer { store.remove() }
+        try await TestDatabase.save(items(40), in: database)
+        let full = StratusError(.quotaExceeded, "the disk is full")
+
+        let query = PipelineStreamingTests.everyItem(pageSize: 10)
+        let save = ModifyRecordsOperation(savingRecordsFrom: query) { records in
+            for record in records { record["ok"] = 1 }
+            return records
+        }
+        engine.script { $0.passingWrites = 2; $0.alwaysFailWrites = full }
+        let saveError = await #expect(throws: StratusError.self) { try await database.run([query, save]) }
+        #expect(saveError?.code == .quotaExceeded && saveError?.completedItemCount == 20, "\(String(describing: saveError))")
+
+        engine.script { $0.passingWrites = 0; $0.alwaysFailWrites = nil }
+        let source = PipelineStreamingTests.everyItem(pageSize: 10)
+        let delete = DeleteRecordsOperation(deletingRecordsFrom: source)
+        engine.script { $0.passingWrites = 1; $0.alwaysFailWrites = full }
+        let deleteError = await #expect(throws: StratusError.self) { try await database.run([source, delete]) }
+        #expect(deleteError?.code == .quotaExceeded && deleteError?.completedItemCount == 10, "\(String(describing: deleteError))")
+    }
+
     @Test("a stage cancelled before it starts names its class as every other message does, without its generic arguments (found by a pipeline tester)")
     func cancelledBeforeStartNamesTheStage() async throws {
         try await SQLiteFixture.with { fixture in

@@ -25,7 +25,9 @@ extension Database {
     /// try await database.run([query, reprice, save])
     /// ```
     ///
-    /// - Throws: the error of the stage that stopped its pipeline (its failure, or
+    /// - Throws: `invalidArguments`, before anything runs, when a stage of a given operation's
+    ///   pipeline is not among `operations` and was neither added to a database nor started
+    ///   (the pipeline would wait for it forever); the error of the stage that stopped its pipeline (its failure, or
     ///   `operationCancelled` from the stage that was cancelled), with ``StratusError/pipelinePosition``
     ///   where a resumed run starts; else the first other error in the order given, an
     ///   `operationCancelled` after that, and a `partialFailure` (records a save stage could not
@@ -52,6 +54,12 @@ extension Database {
         var seen = Set<ObjectIdentifier>()
         let distinct = operations.filter { seen.insert(ObjectIdentifier($0)).inserted }
         guard !distinct.isEmpty else { return completionHandler(.success(())) }
+        if let (stage, given) = Self.stageLeftOut(of: distinct) {
+            let message = "run: \(Pipeline.name(of: stage)), a stage of the pipeline of the \(Pipeline.name(of: given)) given, is not among the "
+                + "operations given and was not added to a database or started, so the pipeline would wait for it forever; "
+                + "pass every stage of a pipeline (its producers, transforms and consumers) to run"
+            return completionHandler(.failure(StratusError(.invalidArguments, message)))
+        }
         let outstanding = Mutex(distinct.count)
         for operation in distinct {
             operation.whenFinished {
@@ -64,6 +72,22 @@ extension Database {
             }
         }
         for operation in distinct { add(operation) }
+    }
+
+    /// A stage of the pipeline of one of `operations` that is not among them and that nothing
+    /// else runs (not added to a database, not started, not finished), with the operation
+    /// whose pipeline it is in: its producer would wait for it, or its consumers for it, forever.
+    /// A stage the app put on an `OperationQueue` of its own and that has not started yet
+    /// cannot be told from one left out, and is refused as well.
+    private static func stageLeftOut(of operations: [DatabaseOperation]) -> (DatabaseOperation, DatabaseOperation)? {
+        let given = Set(operations.map(ObjectIdentifier.init))
+        for operation in operations {
+            guard let pipeline = operation.pipeline else { continue }
+            if let missing = pipeline.stages.first(where: { !given.contains(ObjectIdentifier($0)) && !$0.isSubmittedOrDone }) {
+                return (missing, operation)
+            }
+        }
+        return nil
     }
 
     /// The one error that explains how `operations` ended, by the rules ``run(_:)`` documents.

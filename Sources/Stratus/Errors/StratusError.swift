@@ -173,6 +173,13 @@ extension StratusError {
         return error
     }
 
+    /// The error a stage that had completed `count` items reports, unless it says already.
+    func completing(_ count: Int) -> StratusError {
+        var error = self
+        if error.completedItemCount == nil { error.completedItemCount = count }
+        return error
+    }
+
     /// Wraps any error thrown below the operations as a ``StratusError``, keeping it as the
     /// ``underlyingError``.
     static func wrap(_ error: any Error) -> StratusError {

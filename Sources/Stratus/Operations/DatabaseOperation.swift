@@ -141,6 +141,10 @@ open class DatabaseOperation: Operation, @unchecked Sendable {
         }
     }
 
+    /// Whether the operation was added to a database or started, or has finished: something
+    /// other than a new ``Database/run(_:)`` will run it or has run it.
+    var isSubmittedOrDone: Bool { lock.withLock { wasSubmitted || state != .pending } }
+
     /// Does the operation's work and calls its blocks; ``start()`` calls it, and the operation
     /// finishes when it returns.
     ///

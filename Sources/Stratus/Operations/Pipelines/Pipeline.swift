@@ -84,6 +84,9 @@ final class Pipeline: Sendable {
         state.withLock { $0.sourceHasMore = true }
     }
 
+    /// Every stage still in memory.
+    var stages: [DatabaseOperation] { state.withLock { $0.stages.compactMap(\.operation) } }
+
     /// Every stage's identity.
     var stageIdentifiers: Set<ObjectIdentifier> { state.withLock { Set($0.stages.map(\.id)) } }
 

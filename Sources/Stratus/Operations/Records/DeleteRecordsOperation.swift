@@ -110,7 +110,13 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             var request = ModifyRequest(saves: [], recordIDsToDelete: ids, writeMode: .ifServerRecordUnchanged, isAtomic: false)
             request.jobProgress = progress
             request.deletedRecordTags = readTags
-            let outcome = try withRetry { try RecordWriteExecutor.apply(request, engine: engine, context: context) }
+            let outcome: ModifyOutcome
+            do {
+                outcome = try withRetry { try RecordWriteExecutor.apply(request, engine: engine, context: context) }
+            } catch {
+                // The final result says how many records were deleted before the failure.
+                throw StratusError.wrap(error).completing(deleted)
+            }
             RecordWriteExecutor.collectReleasedAssets(outcome, engine: engine, context: context)
             for (index, id) in ids.enumerated() {
                 let result = index < outcome.deleteResults.count ? outcome.deleteResults[index] : .failure(StratusError(.internalError, "the store gave no result for deleting '\(id.recordName)'", recordID: id))

@@ -374,12 +374,18 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
             let progress = jobProgress(for: batch)
             var saved: [Record] = []
             // A batch is written whole once begun, so that the position after it stays exact.
-            let stop = try write(
-                prepared: [], saving: records, preparation: current?.preparation(), deleting: [], progress: progress, singleTransaction: progress != nil,
-                interruptible: false, engine: engine, context: context, errors: &errors, done: &done) { batchSaved in
-                    saved += batchSaved
-                    return true
-                }
+            let stop: StratusError?
+            do {
+                stop = try write(
+                    prepared: [], saving: records, preparation: current?.preparation(), deleting: [], progress: progress, singleTransaction: progress != nil,
+                    interruptible: false, engine: engine, context: context, errors: &errors, done: &done) { batchSaved in
+                        saved += batchSaved
+                        return true
+                    }
+            } catch {
+                // The stage's final result says how far it got, as a cancelled or failed transform's does.
+                throw StratusError.wrap(error).completing(done)
+            }
             if let stop { return stop }
             guard try finishBatch(batch, from: input, handingOn: saved, to: recordOutput) else { break }
             // Freeing a batch's records and their preparations costs the writing thread a good
