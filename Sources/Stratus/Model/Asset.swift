@@ -339,7 +339,7 @@ public final class Asset: NSObject, NSSecureCoding, NSCopying, Codable, Sendable
     /// ```
     public convenience init?(coder: NSCoder) {
         guard coder.containsValue(forKey: Self.archiveKey),
-              let json = coder.decodeObject(of: NSData.self, forKey: Self.archiveKey),
+              let json = coder.decodeArchived(NSData.self, forKey: Self.archiveKey),
               let decoded = try? JSONDecoder().decode(Asset.self, from: json as Data)
         else { return nil }
         self.init(fileURL: decoded.location, storedIdentifier: decoded.storedIdentifier, size: decoded.size, source: nil,

@@ -111,10 +111,10 @@ extension Record: NSSecureCoding {
         // decoding a missing key as a failure (and its older class methods then trap).
         func text(_ key: String) -> String? { coder.archivedText(forKey: key) }
         func date(_ key: String) -> Date? {
-            coder.containsValue(forKey: key) ? coder.decodeObject(of: NSDate.self, forKey: key) as Date? : nil
+            coder.containsValue(forKey: key) ? coder.decodeArchived(NSDate.self, forKey: key) as Date? : nil
         }
         func json<T: Decodable>(_ key: String, as type: T.Type) -> T? {
-            guard coder.containsValue(forKey: key), let data = coder.decodeObject(of: NSData.self, forKey: key) as Data? else { return nil }
+            guard coder.containsValue(forKey: key), let data = coder.decodeArchived(NSData.self, forKey: key) as Data? else { return nil }
             return try? JSONDecoder.stratusValues().decode(T.self, from: data)
         }
         func flag(_ key: String) -> Bool { coder.containsValue(forKey: key) && coder.decodeBool(forKey: key) }

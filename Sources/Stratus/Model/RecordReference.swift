@@ -110,7 +110,7 @@ public final class RecordReference: NSObject, NSSecureCoding, NSCopying, Codable
     /// ```
     public convenience init?(coder: NSCoder) {
         guard coder.containsValue(forKey: ArchiveKey.recordID),
-              let recordID = coder.decodeObject(of: RecordID.self, forKey: ArchiveKey.recordID),
+              let recordID = coder.decodeArchived(RecordID.self, forKey: ArchiveKey.recordID),
               let action = Record.ReferenceAction(rawValue: UInt(clamping: coder.decodeInteger(forKey: ArchiveKey.action)))
         else { return nil }
         self.init(recordID: recordID, action: action)

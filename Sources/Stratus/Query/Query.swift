@@ -138,13 +138,13 @@ public final class Query: NSObject, NSCopying, NSSecureCoding, Sendable {
     /// ```
     public convenience init?(coder: NSCoder) {
         guard coder.containsValue(forKey: "StratusRecordType"), coder.containsValue(forKey: "StratusPredicate"),
-              let recordType = coder.decodeObject(of: NSString.self, forKey: "StratusRecordType") as String?,
-              let predicateData = coder.decodeObject(of: NSData.self, forKey: "StratusPredicate") as Data?,
+              let recordType = coder.decodeArchived(NSString.self, forKey: "StratusRecordType") as String?,
+              let predicateData = coder.decodeArchived(NSData.self, forKey: "StratusPredicate") as Data?,
               let predicate = try? Self.archiveDecoder.decode(QueryPredicate.self, from: predicateData) else { return nil }
         var sorts: [RecordSortDescriptor]?
         // Asked first: Foundation's keyed unarchiver fails the whole archive for a missing key.
         if coder.containsValue(forKey: "StratusSortDescriptors") {
-            guard let data = coder.decodeObject(of: NSData.self, forKey: "StratusSortDescriptors") as Data? else { return nil }
+            guard let data = coder.decodeArchived(NSData.self, forKey: "StratusSortDescriptors") as Data? else { return nil }
             guard let decoded = try? Self.archiveDecoder.decode([RecordSortDescriptor].self, from: data),
                   decoded.count <= Self.maximumSortDescriptors else { return nil }
             sorts = decoded

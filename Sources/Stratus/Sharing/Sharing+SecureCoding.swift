@@ -140,13 +140,13 @@ extension Share.Metadata: NSSecureCoding {
     /// ```
     public convenience init?(coder: NSCoder) {
         guard let containerIdentifier = coder.archivedText(forKey: Key.containerIdentifier),
-              let share = coder.decodeObject(of: Share.self, forKey: Key.share),
-              let ownerIdentity = coder.decodeObject(of: UserIdentity.self, forKey: Key.ownerIdentity)
+              let share = coder.decodeArchived(Share.self, forKey: Key.share),
+              let ownerIdentity = coder.decodeArchived(UserIdentity.self, forKey: Key.ownerIdentity)
         else { return nil }
         func number(_ key: String) -> Int { Int(truncatingIfNeeded: coder.decodeInt64(forKey: key)) }
         // An absent optional is not asked for: a missing key fails the whole secure decoding.
         func optional<Object: NSObject & NSSecureCoding>(_ type: Object.Type, _ key: String) -> Object? {
-            coder.containsValue(forKey: key) ? coder.decodeObject(of: type, forKey: key) : nil
+            coder.containsValue(forKey: key) ? coder.decodeArchived(type, forKey: key) : nil
         }
         self.init(containerIdentifier: containerIdentifier, share: share,
                   hierarchicalRootRecordID: optional(Record.ID.self, Key.hierarchicalRootRecordID),
@@ -169,7 +169,7 @@ extension NSCoder {
     /// Reads a value written by ``encodeJSON(_:forKey:)``; `nil` when the key is missing or
     /// holds no such value.
     func decodeJSON<Value: Decodable>(_ type: Value.Type, forKey key: String) -> Value? {
-        guard containsValue(forKey: key), let data = decodeObject(of: NSData.self, forKey: key) else { return nil }
+        guard containsValue(forKey: key), let data = decodeArchived(NSData.self, forKey: key) else { return nil }
         return try? JSONDecoder().decode(type, from: data as Data)
     }
 }

@@ -26,7 +26,7 @@ extension NotificationInfo: NSSecureCoding {
     /// ```
     public convenience init?(coder: NSCoder) {
         guard coder.containsValue(forKey: Self.archiveKey),
-              let data = coder.decodeObject(of: NSData.self, forKey: Self.archiveKey),
+              let data = coder.decodeArchived(NSData.self, forKey: Self.archiveKey),
               let fields = try? JSONDecoder().decode(Fields.self, from: data as Data)
         else { return nil }
         self.init(fields: fields)

@@ -25,7 +25,7 @@ extension Subscription: NSSecureCoding {
     /// `expected` kind (the class the unarchiver is making).
     static func archivedDefinition(in coder: NSCoder, of expected: SubscriptionType) -> (ID, SubscriptionDefinition)? {
         guard let id = coder.archivedText(forKey: Key.subscriptionID), coder.containsValue(forKey: Key.definition),
-              let bytes = coder.decodeObject(of: NSData.self, forKey: Key.definition),
+              let bytes = coder.decodeArchived(NSData.self, forKey: Key.definition),
               let definition = try? SubscriptionDefinition.decode(Array(bytes as Data), id: id),
               definition.type == expected
         else { return nil }

@@ -356,4 +356,65 @@ struct ArchivingTests {
         #expect(Record.ID(recordName: "note") != id)
         #expect(RecordZone.ID(zoneName: "Notes") != id.zoneID)
     }
+
+    @Test("an altered archive holding one class where another belongs reads as nil, not a crash (found in review: swift-corelibs-foundation's unarchiver stopped the process)")
+    func alteredArchivesReadAsNil() throws {
+        let zoneID = RecordZone.ID(zoneName: "Notes")
+        let zoneForID = try ForgedArchive.data(as: Record.Reference.self, objects: ["StratusReferenceRecordID": zoneID])
+        #expect((try? NSKeyedUnarchiver.unarchivedObject(ofClass: Record.Reference.self, from: zoneForID)) == nil)
+        let dateForID = try ForgedArchive.data(as: Record.Reference.self, objects: ["StratusReferenceRecordID": NSDate()])
+        #expect((try? NSKeyedUnarchiver.unarchivedObject(ofClass: Record.Reference.self, from: dateForID)) == nil)
+
+        // A record's system fields with an ID where its creation date belongs: the rest is read.
+        let system: [String: NSObject] = [
+            "StratusRecordArchiveVersion": NSNumber(value: 1), "recordType": "Note" as NSString, "recordName": "n1" as NSString,
+            "zoneName": "Notes" as NSString, "ownerName": "__defaultOwner__" as NSString, "creationDate": Record.ID(recordName: "x"),
+        ]
+        let unarchiver = try NSKeyedUnarchiver(forReadingFrom: try ForgedArchive.systemFields(system))
+        unarchiver.requiresSecureCoding = true
+        let record = Record(coder: unarchiver)
+        unarchiver.finishDecoding()
+        #expect(record?.recordID == Record.ID(recordName: "n1", zoneID: zoneID))
+        #expect(record?.creationDate == nil)
+
+        // Archives that were not altered still read back.
+        let reference = Record.Reference(recordID: Record.ID(recordName: "n1", zoneID: zoneID), action: .deleteSelf)
+        let data = try NSKeyedArchiver.archivedData(withRootObject: reference, requiringSecureCoding: true)
+        #expect(try NSKeyedUnarchiver.unarchivedObject(ofClass: Record.Reference.self, from: data) == reference)
+    }
+}
+
+/// Writes the objects it is given under another class's archived name: an archive altered
+/// by hand, or by an attacker.
+final class ForgedArchive: NSObject, NSSecureCoding {
+    static var supportsSecureCoding: Bool { true }
+    let objects: [String: NSObject]
+
+    init(objects: [String: NSObject]) { self.objects = objects }
+    required init?(coder: NSCoder) { nil }
+
+    func encode(with coder: NSCoder) {
+        for (key, object) in objects { coder.encode(object, forKey: key) }
+    }
+
+    /// An archive whose root claims to be a `claimed`: its class name replaced in the XML
+    /// form (swift-corelibs-foundation's `setClassName(_:for:)` maps nothing).
+    static func data(as claimed: AnyClass, objects: [String: NSObject]) throws -> Data {
+        let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+        archiver.outputFormat = .xml
+        archiver.encode(ForgedArchive(objects: objects), forKey: NSKeyedArchiveRootObjectKey)
+        archiver.finishEncoding()
+        let xml = String(decoding: archiver.encodedData, as: UTF8.self)
+        let ownName = "<string>\(NSStringFromClass(ForgedArchive.self))</string>"
+        try #require(xml.contains(ownName))
+        return Data(xml.replacingOccurrences(of: ownName, with: "<string>\(NSStringFromClass(claimed))</string>").utf8)
+    }
+
+    /// Keys written at the top of the archive, as `encodeSystemFields(with:)` writes them.
+    static func systemFields(_ objects: [String: NSObject]) throws -> Data {
+        let archiver = NSKeyedArchiver(requiringSecureCoding: true)
+        ForgedArchive(objects: objects).encode(with: archiver)
+        archiver.finishEncoding()
+        return archiver.encodedData
+    }
 }
