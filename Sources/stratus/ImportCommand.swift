@@ -306,7 +306,7 @@ struct ImportCommand: Command {
                 throw CommandFailure(.dataError, "the input cannot be read\(failure.summary.read > 0 ? " further" : ""): \(error.message)")
             case (.store, let error as StratusError) where error.code == .limitExceeded:
                 throw CommandFailure(.dataError, error.message)
-            case (.store, let error as StratusError) where error.code == .invalidArguments && atomic && error.message.contains("atomic capability"):
+            case (.atomicity, let error as StratusError):
                 // A zone the records name has no atomic capability: the option's mistake, said as the tool's.
                 throw UsageError(message: "--atomic: " + error.message.replacingOccurrences(of: " (isAtomic)", with: ""))
             case (.checkpoint, let error as StratusError) where error.code == .invalidArguments:

@@ -467,7 +467,7 @@ struct RecordImporterTests {
                 try await RecordImporter(database: database, options: options).run(from: ItemSource(records: items(3)))
             } throws: { error in
                 guard let failure = error as? RecordImporter.Failure, let cause = failure.error as? StratusError else { return false }
-                return cause.code == .invalidArguments && cause.message.contains("atomic")
+                return failure.stage == .atomicity && cause.code == .invalidArguments && cause.message.contains("atomic")
             }
             #expect(try await storedNames(database, zoneID: .default).isEmpty, "the default zone has no atomic capability, as CloudKit's")
 
@@ -478,7 +478,7 @@ struct RecordImporterTests {
                 try await RecordImporter(database: database, options: options).run(from: ItemSource(records: looseRecords))
             } throws: { error in
                 guard let failure = error as? RecordImporter.Failure, let cause = failure.error as? StratusError else { return false }
-                return cause.code == .invalidArguments && cause.message.contains("atomic")
+                return failure.stage == .atomicity && cause.code == .invalidArguments && cause.message.contains("atomic")
             }
             #expect(try await storedNames(database, zoneID: loose).isEmpty)
         }

@@ -1012,7 +1012,7 @@ final class ImportRun {
 
     private func requireAtomicZone(_ zoneID: RecordZone.ID) async throws {
         guard try await zonesAreAtomic([zoneID], missingIsAtomic: true) else {
-            throw failure(.store, StratusError(
+            throw failure(.atomicity, StratusError(
                 .invalidArguments,
                 zoneID.isDefault
                     ? "the default zone has no atomic capability (as CloudKit's), so its records cannot be written all or nothing; import without --atomic (isAtomic), or into a custom zone"

@@ -53,7 +53,7 @@ import Synchronization
 /// **Atomic.** With ``Options/isAtomic`` every record is written in one transaction, or none
 /// is: any rejected item means nothing is written (``End/atomicImportRejected``). A record
 /// in a zone without the atomic capability makes the import fail with `invalidArguments`
-/// before anything is written, and more than ``ModifyRecordsOperation/maximumAtomicItems``
+/// (``Failure/Stage/atomicity``) before anything is written, and more than ``ModifyRecordsOperation/maximumAtomicItems``
 /// items with `limitExceeded`.
 ///
 /// **Stopping.** ``cancel()`` (or cancelling the task) stops after the batch being read; the
@@ -229,8 +229,12 @@ public final class RecordImporter: Sendable {
         public enum Stage: Sendable, Hashable {
             /// The source could not be read further.
             case input
-            /// The store failed a batch as a whole (or refused the import, as for `--atomic`).
+            /// The store failed a batch as a whole (or refused an atomic import's size).
             case store
+            /// An atomic import (``Options/isAtomic``) names a zone without the atomic
+            /// capability (the default zone, or one created without it): its records could not be
+            /// written all or nothing, and nothing was written.
+            case atomicity
             /// The reject sink could not keep a rejection.
             case rejects
             /// The checkpoint store could not load or save.
