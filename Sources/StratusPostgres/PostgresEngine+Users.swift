@@ -20,6 +20,14 @@ extension PostgresEngine {
                                        [.text(containerIdentifier), .textArray(logins + entries.map(\.login))])
             }
             for entry in entries {
+                // Row-level security knows a member by the record names the directory gives its
+                // login, in every container of the store: another login's record name in another
+                // container would open that user's private rows to this login's role (in this
+                // container the directory's unique key refuses it below).
+                if let other = try connection.query("SELECT container, login FROM user_directory WHERE user_record_name = $1 AND login <> $2 AND container <> $3 LIMIT 1",
+                                                    [.text(entry.userRecordName), .text(entry.login), .text(containerIdentifier)]).first {
+                    throw StratusError(.constraintViolation, "login '\(entry.login)' cannot have user record name \(entry.userRecordName): login '\(try other.text(1) ?? "")' of container \(try other.text(0) ?? "") has it, and in a PostgreSQL store a user record name names one login in every container (row-level security knows users by it); give another record name")
+                }
                 do {
                     try connection.execute("INSERT INTO user_directory(container, login, user_record_name, roles) VALUES ($1, $2, $3, $4)",
                                            [.text(containerIdentifier), .text(entry.login), .text(entry.userRecordName), .text(UserDirectoryEntry.storedRoles(entry.roles))])

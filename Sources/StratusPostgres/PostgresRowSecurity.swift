@@ -357,11 +357,19 @@ enum PostgresRowSecurity {
                OR NEW.owner IN (SELECT d.user_record_name FROM \(s).user_directory d WHERE d.login = SESSION_USER::text) THEN
                 RETURN NEW;
             END IF;
+            -- Only a participant who may write in the zone is told: to anyone else the policy answers, as for every name, so
+            -- that the records of a zone not shared with the role stay unseen (their names included).
+            IF NOT EXISTS (SELECT 1 FROM \(s).share_members m
+                           JOIN \(s).zones z ON z.container = m.container AND z.db = \(Database.Scope.private.rawValue) AND z.owner = m.owner AND z.zone_name = m.zone_name AND z.zone_owner = ''
+                           WHERE z.zone_id = NEW.zone_id AND m.accepted AND m.read_write
+                               AND m.member IN (SELECT d.user_record_name FROM \(s).user_directory d WHERE d.login = SESSION_USER::text)) THEN
+                RETURN NEW;
+            END IF;
             IF EXISTS (SELECT 1 FROM \(s).records c WHERE c.zone_id = NEW.zone_id AND c.parent_name = NEW.record_name)
                AND NOT EXISTS (SELECT 1 FROM \(s).records r WHERE r.zone_id = NEW.zone_id AND r.record_name = NEW.record_name)
                AND NOT EXISTS (SELECT 1 FROM \(s).share_index i
                                JOIN \(s).zones z ON z.container = i.container AND z.db = \(Database.Scope.private.rawValue) AND z.owner = i.owner AND z.zone_name = i.zone_name AND z.zone_owner = ''
-                               WHERE z.zone_id = NEW.zone_id AND (i.root_name IS NULL OR i.root_name = NEW.record_name)) THEN
+                               WHERE z.zone_id = NEW.zone_id AND (i.share_name = '\(Share.zoneWideShareName)' OR i.root_name = NEW.record_name)) THEN
                 RAISE EXCEPTION 'role % may not create record %: it is not in a hierarchy shared with it', SESSION_USER, NEW.record_name USING ERRCODE = '42501';
             END IF;
             RETURN NEW;
@@ -471,8 +479,10 @@ enum PostgresRowSecurity {
         /// only the connected role's part (`CURRENT_USER` is the role in a view), behind a
         /// security barrier so that no function of the caller's sees a row the view leaves out.
         ///
-        /// - `shared_zones_reached`: each share naming the role, by its zone (`zone_id`), share,
-        ///   root (`NULL`: zone-wide), whether the role accepted it and whether it may write;
+        /// - `shared_zones_reached`: each share naming the role, by its zone (`zone_id`), share
+        ///   (`cloudkit.zoneshare`: zone-wide), root (`NULL` for a zone-wide share, and for a
+        ///   record share whose root is not known, which reaches nothing but itself), whether the
+        ///   role accepted it and whether it may write;
         /// - `shared_records_reached`: each record of an accepted record-level share's hierarchy
         ///   (the root, and records whose `parent_name` chain leads to it), and the share record
         ///   of each share naming the role (read-only: an invitee reads what it is invited to).
@@ -503,7 +513,7 @@ enum PostgresRowSecurity {
         /// The row `row` of `records` (or of a table keyed by zone) lies in a zone the role
         /// accepted a zone-wide share of (`writable`: with `.readWrite`).
         func inSharedZone(_ row: String, writable: Bool) -> String {
-            "\(row).zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v WHERE v.accepted AND v.root_name IS NULL\(writable ? " AND v.read_write" : ""))"
+            "\(row).zone_id IN (SELECT v.zone_id FROM \(schema).shared_zones_reached v WHERE v.accepted AND v.share_name = '\(Share.zoneWideShareName)'\(writable ? " AND v.read_write" : ""))"
         }
 
         /// The record `name` of `row`'s zone is one the role reaches through a record-level share

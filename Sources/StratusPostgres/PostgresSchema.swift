@@ -98,8 +98,15 @@ import Foundation
 /// sequence, a feed's place) forward by at most ``PostgresRowSecurity/counterStepLimit`` at once,
 /// and adds a notification only at a place its feed has given out, so that no member's raw SQL
 /// leaves the other writers without places. The upgrade applies the policies again.
+///
+/// Version 21 changes no table: its row-level security knows a zone-wide share by its name
+/// (`cloudkit.zoneshare`), where it took every share without a root for one, so that a record
+/// share restored without its root (CloudKit's JSON names the root in the root record, not in
+/// the share) no longer gave its participants' roles the owner's whole zone; and a member who
+/// is no participant of a zone learns nothing of its records' names from the trigger that
+/// keeps participants from adopting records. The upgrade applies the policies again.
 enum PostgresSchema {
-    static let version = 20
+    static let version = 21
     /// The version whose `ix_` indexes hold declared values only.
     static let declaredValueIndexVersion = 11
     /// The version the share index came with; stores below it have their shares indexed.
@@ -107,7 +114,7 @@ enum PostgresSchema {
     /// The version whose row-level security is ``PostgresRowSecurity``'s (10: no chunk is
     /// added to stored asset content; a public record keeps its name, zone and creator, and is
     /// retyped only into a type whose CREATE grant the member has).
-    static let rowSecurityVersion = 20
+    static let rowSecurityVersion = 21
     /// The version from which a record type stored with `"grants": {}` grants nothing.
     static let grantsNothingVersion = 19
     /// The version the asset step brought.

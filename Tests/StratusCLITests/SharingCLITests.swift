@@ -113,6 +113,34 @@ struct SharingCLITests {
         }
     }
 
+    @Test("CloudKit's JSON of a record share and its root, imported together, shares the root with its accepted participants and nothing else of the zone, and goes with its root (found by a PostgreSQL tester: the share had no root, and a participant's raw SQL read the whole zone)", arguments: TestEngine.all)
+    func importedShareSharesItsRoot(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let bobName = try await cli.container(user: "bob").userRecordID().recordName
+            let zone = #""zoneID":{"zoneName":"Trips","ownerRecordName":"__defaultOwner__","zoneType":"REGULAR_CUSTOM_ZONE"}"#
+            let participant = #"{"participantId":"p-1","userIdentity":{"userRecordName":"\#(bobName)"},"type":"USER","acceptanceStatus":"ACCEPTED","permission":"READ_ONLY"}"#
+            let lines = [
+                #"{"recordName":"trip-1","recordType":"Trip","fields":{"name":{"value":"Alps","type":"STRING"}},"share":{"recordName":"share-1",\#(zone)},\#(zone)}"#,
+                #"{"recordName":"trip-secret","recordType":"Trip","fields":{"name":{"value":"Secret","type":"STRING"}},\#(zone)}"#,
+                #"{"recordName":"share-1","recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"Alps","type":"STRING"}},"publicPermission":"NONE","participants":[\#(participant)],"shortGUID":"1aBcDeFgHiJkLmNoPqRsTu",\#(zone)}"#,
+            ]
+            let imported = try await cli.run(["import", try cli.file("trips.ndjson", lines.joined(separator: "\n") + "\n"), "--keep-system-records", "--create-zones",
+                                              "--database", "private", "--user", "alice"])
+            #expect(imported.exitCode == 0, "\(imported)")
+            let owner = try await cli.container(user: "alice").userRecordID().recordName
+            let query = try await cli.run(["query", "--type", "Trip", "--zone", "Trips", "--zone-owner", owner, "--database", "shared", "--user", "bob"])
+            let reached = try JSONLine.objects(query.stdout).map { $0["recordName"] as? String }
+            #expect(query.exitCode == 0 && reached == ["trip-1"], "the root, not trip-secret: \(query)")
+
+            let alice = try cli.container(user: "alice").privateCloudDatabase
+            let trips = RecordZone.ID(zoneName: "Trips")
+            _ = try await alice.deleteRecord(withID: Record.ID(recordName: "trip-1", zoneID: trips))
+            let gone = stratusError(await caughtError { try await alice.record(for: Record.ID(recordName: "share-1", zoneID: trips)) })
+            #expect(gone?.code == .unknownItem, "deleting the root deletes its share, as in CloudKit: \(String(describing: gone))")
+        }
+    }
+
     @Test("a share's JSON exports back as it came (a role or status this version does not know, members left out), and one without a URL token keeps the one it got: importing either again changes nothing", arguments: TestEngine.all)
     func shareJSONComesBackAsItCame(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -25,6 +25,17 @@ struct UsersCLITests {
             // A record name another login has is the command's data in conflict: 65, not an internal error.
             let taken = try await cli.run(["users", "add", "dave2", "--record-name", imported])
             #expect(taken.exitCode == 65 && taken.stderr.contains("another login"), "\(taken)")
+            // On PostgreSQL, row-level security knows users by record name in every container:
+            // another container's login with Dave's name would read his private rows there
+            // (found by a PostgreSQL tester). Dave himself may have it in another container.
+            #expect(try await cli.run(["users", "add", "dave", "--record-name", imported, "--container", "com.example.other"]).exitCode == 0)
+            let elsewhere = try await cli.run(["users", "add", "mallory", "--record-name", imported, "--container", "com.example.third"])
+            if engine == .postgres {
+                #expect(elsewhere.exitCode == 65 && elsewhere.stderr.contains("login 'dave' of container")
+                        && elsewhere.stderr.contains("names one login in every container"), "\(elsewhere)")
+            } else {
+                #expect(elsewhere.exitCode == 0, "record names are per container: \(elsewhere)")
+            }
             // CloudKit's names for the current user and its roles name no one user.
             for reserved in ["__defaultOwner__", "_world", "_icloud", "_creator"] {
                 let refused = try await cli.run(["users", "add", "eve", "--record-name", reserved])

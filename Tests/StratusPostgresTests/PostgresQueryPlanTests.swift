@@ -190,7 +190,7 @@ struct PostgresQueryPlanTests {
         try admin.execute("UPDATE record_tokens SET token = $1 WHERE record_name = 'n1'", [.text(word)])
 
         let container = Container(identifier: "com.example.upgrade", engine: try PostgresEngine(url: database.url), userName: "alice")
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "21")
         #expect(try indexes() == current, "the prefix indexes replace the whole-value ones")
         #expect(try admin.query("SELECT max(octet_length(token)) FROM record_tokens")[0].int64(0) == 1_000)
         let search = Query(recordType: "T", predicate: try QueryPredicate(format: "self CONTAINS %@", argumentArray: [word]))

@@ -519,7 +519,7 @@ struct PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 5") == true && member?.message.contains("opens the store once") == true,
                 "\(String(describing: member))")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "21")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE policyname = 'stratus_owner'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_proc WHERE proname = 'stratus_owns'")[0].int64(0) == 0)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'records' AND policyname = 'stratus_delete' AND $1 = ANY(roles)", [.text(store.group)])[0].int64(0) == 1)
@@ -586,7 +586,7 @@ extension PostgresSecurityTests {
         #expect(member?.code == .permissionFailure && member?.message.contains("version 12") == true, "\(String(describing: member))")
 
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "21")
         try store.owner.modifyUserDirectory(containerIdentifier: store.identifier, saving: [
             UserDirectoryEntry(login: store.alice, userRecordName: store.aliceName, emailAddresses: ["alice@example.com"], isDiscoverable: true),
             UserDirectoryEntry(login: store.bob, userRecordName: store.bobName, emailAddresses: ["bob@example.com"]),
@@ -937,7 +937,7 @@ extension PostgresSecurityTests {
         let admin = try PostgresConnection(url: store.database.url)
         try admin.executeScript("DROP TRIGGER stratus_keep_acceptance ON share_members; DROP FUNCTION stratus_keep_acceptance(); UPDATE meta SET value = '13' WHERE key = 'version';")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "21")
         #expect(try admin.query("SELECT count(*) FROM pg_trigger WHERE tgname = 'stratus_keep_acceptance' AND tgrelid = 'share_members'::regclass")[0].int64(0) == 1)
     }
 
@@ -984,6 +984,60 @@ extension PostgresSecurityTests {
         newMilk.setParent(Record.ID(recordName: "groceries", zoneID: lists))
         try await TestDatabase.save([newMilk], in: alice)
         #expect(try reached() == ["bread", "eggs", "milk"])
+    }
+
+    @Test("a record share whose root the index does not know (CloudKit's JSON of a share restored apart from its root) gives its participants' roles nothing but the share, not the owner's whole zone; a role the zone is not shared with learns no record's name from a refused insert (found by a PostgreSQL tester)")
+    func rootlessShareReachesNothing() async throws {
+        let store = try SecureStore()
+        defer { store.dropRoles() }
+        let (aliceName, bobName, carolName) = (store.aliceName, store.bobName, store.carolName)
+        let (alice, lists, _) = try await store.shareAlicesList(bob: .readWrite) { lists in
+            let root = makeRecord("List", "groceries", zoneID: lists, ["title": .string("Groceries")])
+            let milk = makeRecord("Item", "milk", zoneID: lists, ["title": .string("Milk")])
+            milk.setParent(root)
+            let bread = makeRecord("Item", "bread", zoneID: lists, ["title": .string("Bread")])
+            bread.setParent(milk)
+            return [root, milk, bread, makeRecord("Item", "diary", zoneID: lists, ["title": .string("Private")])]
+        }
+        _ = try await alice.deleteRecord(withID: Record.ID(recordName: "milk", zoneID: lists))
+        let ownerSQL = try PostgresConnection(url: store.database.url)
+        let zoneID = try #require(try ownerSQL.query("SELECT zone_id FROM zones WHERE owner = $1 AND zone_name = 'Lists'", [.text(aliceName)]).first?.int64(0))
+
+        // Carol, whom nothing is shared with, gets the same answer for a name stored records
+        // name as their parent (milk) as for any other.
+        let carol = try store.raw(store.carol)
+        func carolsInsert(_ name: String) async -> StratusError? {
+            stratusError(await caughtError {
+                try carol.execute("""
+                    INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
+                    VALUES ($1, $2, $3, 'Item', 0, $4, 0, $4, 'carol', 99, '{}'::jsonb, NULL)
+                    """, [.int64(zoneID), .text(name), .text(aliceName), .text(carolName)])
+            })
+        }
+        let named = await carolsInsert("milk"), unnamed = await carolsInsert("nothing-names-this")
+        #expect(named?.code == .permissionFailure && unnamed?.code == .permissionFailure)
+        #expect(named?.message.contains("hierarchy") == false && unnamed?.message.contains("hierarchy") == false, "\(String(describing: named)) / \(String(describing: unnamed))")
+
+        // The index as an import of the share without its root leaves it: no root.
+        let bob = try store.raw(store.bob)
+        func names() throws -> [String] {
+            try bob.query("SELECT record_name FROM records WHERE owner = $1 ORDER BY record_name", [.text(aliceName)]).map { try $0.text(0) ?? "" }
+        }
+        let shareName = try #require(try ownerSQL.query("SELECT share_name FROM share_index WHERE owner = $1", [.text(aliceName)]).first?.text(0))
+        #expect(try names() == ["groceries", shareName].sorted())
+        #expect(try ownerSQL.execute("UPDATE share_index SET root_name = NULL WHERE owner = $1", [.text(aliceName)]) == 1)
+        #expect(try names() == [shareName], "a share without a known root shares no record of the zone")
+        #expect(try bob.execute("UPDATE records SET change_tag = 'bob', modified_by = $2 WHERE owner = $1", [.text(aliceName), .text(bobName)]) == 0)
+        #expect(try bob.execute("DELETE FROM records WHERE owner = $1", [.text(aliceName)]) == 0)
+        let placed = stratusError(await caughtError {
+            try bob.execute("""
+                INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
+                VALUES ($1, 'bobs', $2, 'Item', 0, $3, 0, $3, 'bob', 99, '{}'::jsonb, NULL)
+                """, [.int64(zoneID), .text(aliceName), .text(bobName)])
+        })
+        #expect(placed?.code == .permissionFailure, "\(String(describing: placed))")
+        let aliceSees = try store.raw(store.alice).query("SELECT count(*) FROM records WHERE owner = $1 AND record_name IN ('diary', 'groceries', 'bread')", [.text(aliceName)])
+        #expect(try aliceSees[0].int64(0) == 3)
     }
 
     @Test("a read-write participant's deletion of a shared record with raw SQL reaches the owner's change feeds: the database writes its tombstone and marks the zone changed")
@@ -1089,7 +1143,7 @@ extension PostgresSecurityTests {
         let admin = try PostgresConnection(url: store.database.url)
         try admin.executeScript("DROP TABLE hierarchy_moves; ALTER TABLE tombstones DROP COLUMN left_roots CASCADE; UPDATE meta SET value = '17' WHERE key = 'version';")
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "21")
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'hierarchy_moves'")[0].int64(0) ?? 0 > 0)
         #expect(try admin.query("SELECT count(*) FROM information_schema.columns WHERE table_name = 'tombstones' AND column_name = 'left_roots'")[0].int64(0) == 1)
         #expect(try admin.query("SELECT count(*) FROM pg_policies WHERE tablename = 'tombstones' AND qual LIKE '%left_roots%'")[0].int64(0) ?? 0 > 0, "the participants' rule again")
@@ -1107,7 +1161,7 @@ extension PostgresSecurityTests {
             UPDATE meta SET value = '14' WHERE key = 'version';
             """)
         _ = try PostgresEngine(url: store.database.url)
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "21")
         #expect(try admin.query("""
             SELECT count(*) FROM pg_trigger WHERE tgname IN ('stratus_adopt_no_records', 'stratus_participant_tombstone') AND tgrelid = 'records'::regclass
             """)[0].int64(0) == 2)

@@ -20,7 +20,7 @@ struct PostgresShareIndexUpgradeTests {
         #expect(metadata.participantStatus == .pending && metadata.hierarchicalRootRecordID?.recordName == "groceries")
         try await bob.accept(metadata)
         #expect(try await bob.sharedCloudDatabase.allRecordZones().map(\.zoneID.zoneName) == ["Lists"])
-        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "20")
+        #expect(try admin.query("SELECT value FROM meta WHERE key = 'version'")[0].text(0) == "21")
         #expect(try admin.query("SELECT count(*) FROM pg_indexes WHERE indexname = 'records_by_parent' AND schemaname = $1", [.text(schema.name)])[0].int64(0) == 1)
     }
 }

@@ -61,6 +61,11 @@ struct StoredShare: Equatable, Sendable {
         if extras.members[shortGUIDMember] == nil { extras.members[shortGUIDMember] = stored.members[shortGUIDMember] }
     }
 
+    /// Writes the root's record name alone into `extras`.
+    func writeRootRecordName(into extras: inout Record.JSONExtras) {
+        extras.members[Self.rootRecordNameMember] = rootRecordName.map { Self.encode($0) }
+    }
+
     /// Writes the URL token alone into `extras`.
     func writeShortGUID(into extras: inout Record.JSONExtras) {
         extras.members[Self.shortGUIDMember] = shortGUID.map { Self.encode($0) }

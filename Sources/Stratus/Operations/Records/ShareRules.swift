@@ -48,6 +48,9 @@ struct ShareRules {
     private let deletedIDs: Set<Record.ID>
     /// Roots whose new share this request saved, and that share's record name.
     private var linkedRoots: [Record.ID: String] = [:]
+    /// In a request that restores records, the shares its saved roots name (their `share`
+    /// member, as CloudKit's JSON gives a record-level share's root), with the root's name.
+    private let rootsNamingShares: [Record.ID: String]
     /// Whether a zone holds record-level shares, as the request's deletions found.
     private var zonesHoldingShares: [RecordZone.ID: Bool] = [:]
 
@@ -58,6 +61,14 @@ struct ShareRules {
         // Only a request that saves a share needs to find roots among its saves.
         savedIDs = request.saves.contains(where: Self.isShare) ? Set(request.saves.map(\.recordID)) : []
         deletedIDs = Set(request.recordIDsToDelete)
+        var roots: [Record.ID: String] = [:]
+        if restores && !savedIDs.isEmpty {
+            for save in request.saves where !save.jsonExtras.isEmpty {
+                guard let member = save.jsonExtras.members[StoredShare.shareMember], let share = StoredShare.sharedRecordName(inShareMember: member) else { continue }
+                roots[Record.ID(recordName: share, zoneID: save.recordID.zoneID)] = save.recordID.recordName
+            }
+        }
+        rootsNamingShares = roots
     }
 
     static func isShare(_ save: PreparedSave) -> Bool { save.record.recordType == Record.SystemType.share }
@@ -95,6 +106,13 @@ struct ShareRules {
             settleAcceptance(of: &share, stored: stored)
             // The rest of its JSON stays as it came.
             if share.participants != given { share.writeParticipants(into: &extras) }
+            if share.rootRecordName == nil, id.recordName != Share.zoneWideShareName,
+               let root = rootsNamingShares[id] ?? stored?.rootRecordName {
+                // CloudKit's JSON names a record-level share's root in the root (its `share`),
+                // not in the share: the root restored with it says which record it shares.
+                share.rootRecordName = root
+                share.writeRootRecordName(into: &extras)
+            }
             if share.shortGUID == nil {
                 // One that came without a URL (an export that left it out) gets the stored one,
                 // or a new one as a new share does: the index finds shares by it.
