@@ -198,7 +198,7 @@ struct StoreOptions {
     }
 
     /// What makes a store, for the message of a command that needs one that does not exist.
-    static let commandsThatMakeAStore = "only import, copy, zones create, schema import, users add and subscriptions create make a new store"
+    static let commandsThatMakeAStore = "only import, copy, zones create, schema import, users add, users row-security (PostgreSQL) and subscriptions create make a new store"
 
     /// Opens the store at `location` (an SQLite path or a PostgreSQL URL, as ``StoreLocation``
     /// reads it). A read (`.existing`) never creates a store; a store that is created is

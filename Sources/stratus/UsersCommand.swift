@@ -307,7 +307,10 @@ struct UsersCommand: Command {
             return .success
 
         case .rowSecurity(let group, let printOnly):
-            let engine = try StoreOptions.openEngine(store.resolvedStorePath, access: .existing, origin: store.storeOrigin)
+            // The administrator sets security up first on a new database: its tables are made
+            // then (an SQLite path is never made: it has no roles).
+            let isPostgres = PostgresEngine.isStoreURL(store.resolvedStorePath)
+            let engine = try StoreOptions.openEngine(store.resolvedStorePath, access: isPostgres && !printOnly ? .createIfMissing : .existing, origin: store.storeOrigin)
             guard let postgres = engine as? PostgresEngine else {
                 throw UsageError(message: "row-security is for a PostgreSQL store; \(store.storeOrigin) is an SQLite file, whose readers are whoever may read the file")
             }

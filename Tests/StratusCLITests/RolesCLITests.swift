@@ -223,6 +223,15 @@ struct RolesCLITests {
             #expect(refused.stderr.contains("permissionFailure") && refused.stderr.contains("WRITE operation not permitted"), "\(refused)")
             let anonymous = try await run(nil, ["import", try cli.file("anon.ndjson", Self.record("x", "Post", "hi"))])
             #expect(anonymous.stderr.contains("notAuthenticated"), "\(anonymous)")
+            // Nor does a save that would change nothing pass as "unchanged" for no user, who
+            // writes nothing (found by a PostgreSQL tester); a signed-in reader's re-run does.
+            #expect(try await create("alice", "post-same", "Post") == 0)
+            let same = Self.record("post-same", "Post", "by alice")
+            let unchangedAnonymously = try await run(nil, ["import", try cli.file("same.ndjson", same)])
+            #expect(unchangedAnonymously.exitCode != 0 && unchangedAnonymously.stderr.contains("notAuthenticated")
+                    && !unchangedAnonymously.stderr.contains("unchanged 1"), "\(unchangedAnonymously)")
+            let unchangedForBob = try await run("bob", ["import", try cli.file("same.ndjson", same)])
+            #expect(unchangedForBob.exitCode == 0 && unchangedForBob.stderr.contains("unchanged 1"), "\(unchangedForBob)")
             // No user has no private database.
             let privateRead = try await run(nil, ["query", "--type", "Post", "--database", "private"])
             #expect(privateRead.exitCode == 77 && privateRead.stderr.contains("notAuthenticated"), "\(privateRead)")

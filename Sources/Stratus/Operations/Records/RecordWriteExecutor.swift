@@ -490,8 +490,8 @@ enum RecordWriteExecutor {
             if let denied = try typeRules.accessDenial(save, creator: creator, isNew: existing == nil, in: transaction) {
                 // A save that would change nothing writes nothing: re-running an import of
                 // records others created is not refused (and a refusal reveals no conflict),
-                // when the caller may read them.
-                if let existing, try typeRules.mayRead(existing, in: transaction) {
+                // when the caller may read them. No user writes nothing, changed or not.
+                if denied.code != .notAuthenticated, let existing, try typeRules.mayRead(existing, in: transaction) {
                     if case .success(let same) = RecordWriteRules.resolve(save, existing: existing, mode: request.writeMode(for: save), preservingSystemFields: request.preservesSystemFields,
                                                                                  writingUnchanged: request.writesUnchangedRecords, context: context, now: now),
                        same.kind == .unchanged {
