@@ -122,6 +122,13 @@ struct SchemaLanguageErrorTests {
         #expect(String(describing: error).contains("\(test.line):\(test.column): "))
     }
 
+    @Test("a field of CloudKit's own share type declared with another type is refused at the field, not at the type (found by a schema tester)")
+    func cloudKitFieldRefusedWhereItStands() throws {
+        let text = "DEFINE SCHEMA\n    RECORD TYPE \"cloudkit.share\" (\n        \"cloudkit.title\" INT64,\n        \"cloudkit.type\" STRING\n    );\n"
+        let error = try #require(schemaError { try SchemaReader().read(Data(text.utf8)) })
+        #expect(error.line == 3 && error.column == 9 && error.message.contains("always STRING"), "\(error)")
+    }
+
     @Test("bytes that are not UTF-8 are refused where they stand, outside comments")
     func invalidUTF8() throws {
         var bytes = Array("DEFINE SCHEMA\nRECORD TYPE Note (".utf8)

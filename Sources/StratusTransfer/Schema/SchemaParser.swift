@@ -167,7 +167,15 @@ struct SchemaParser {
         do {
             try type.validate()
         } catch {
-            throw source.error((error as? StratusError)?.message ?? "\(error)", at: start)
+            // At the field the rule refuses, when one alone is refused (a field of CloudKit's own
+            // type declared with another type), else at the type.
+            let refusedField = type.fields.first { field in
+                var alone = type
+                alone.fields = [field]
+                alone.compoundIndexes = []
+                return (try? alone.validate()) == nil
+            }
+            throw source.error((error as? StratusError)?.message ?? "\(error)", at: refusedField.flatMap { fieldPositions[$0.name] } ?? start)
         }
         schema.recordTypes.append(type)
     }
