@@ -75,6 +75,7 @@ struct SchemaPolicyTests {
             "- ROLE editor",
             "+ RECORD TYPE Fresh",
             "+ Fresh.n INT64",
+            "+ Fresh grants _creator: WRITE; _icloud: CREATE; _world: READ",
             "- RECORD TYPE Gone",
             "+ Item.new DOUBLE",
             "- Item.old BYTES",

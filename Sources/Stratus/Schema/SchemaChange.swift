@@ -16,6 +16,8 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
     case fieldIndexesChanged(recordType: String, from: RecordTypeSchema.Field, to: RecordTypeSchema.Field)
     case compoundIndexesChanged(recordType: String, from: [RecordTypeSchema.CompoundIndex], to: [RecordTypeSchema.CompoundIndex])
     case grantsChanged(recordType: String, from: [SecurityRole: RecordPermissions], to: [SecurityRole: RecordPermissions])
+    /// The grants of a record type the change adds (who may use it in the public database).
+    case grantsOfAddedType(recordType: String, [SecurityRole: RecordPermissions])
 
     /// Whether the change removes a record type or a field, or changes a field's type: what
     /// CloudKit's deploy refuses, since production's records may hold them. A system field
@@ -41,6 +43,7 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
         case .fieldIndexesChanged(let type, let old, let new): "~ \(type).\(Self.text(old)) -> \(Self.text(new))"
         case .compoundIndexesChanged(let type, let old, let new): "~ \(type) compound indexes \(Self.text(old)) -> \(Self.text(new))"
         case .grantsChanged(let type, let old, let new): "~ \(type) grants \(Self.text(old)) -> \(Self.text(new))"
+        case .grantsOfAddedType(let type, let grants): "+ \(type) grants \(Self.text(grants))"
         }
     }
 
@@ -87,6 +90,9 @@ extension ContainerSchema {
             case (nil, let new?):
                 changes.append(.recordTypeAdded(name))
                 changes += new.fields.sorted { $0.name < $1.name }.map { .fieldAdded(recordType: name, $0) }
+                // Who may use the new type goes to review with it, as a change of an old one's does.
+                if !new.compoundIndexes.isEmpty { changes.append(.compoundIndexesChanged(recordType: name, from: [], to: new.compoundIndexes)) }
+                changes.append(.grantsOfAddedType(recordType: name, new.effectiveGrants))
             case (_?, nil):
                 changes.append(.recordTypeRemoved(name))
             case (let old?, let new?):
