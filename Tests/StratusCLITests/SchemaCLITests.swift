@@ -53,6 +53,23 @@ struct SchemaCLITests {
         }
     }
 
+    @Test("an empty list that named no type is called one in refusals, not a list of strings: a retype of its field, a production save into another type (found by a schema tester)", arguments: TestEngine.all)
+    func untypedEmptyListsAreSaidAsTheyAre(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["schema", "import", try cli.file("a.ckdb", "DEFINE SCHEMA\n    RECORD TYPE T (tags LIST<STRING>, ts TIMESTAMP);\n")]).exitCode == 0)
+            let empty = #"{"recordName":"t1","recordType":"T","fields":{"tags":{"value":[],"type":"UNKNOWN_LIST"}}}"# + "\n"
+            #expect(try await cli.run(["import", try cli.file("t1.ndjson", empty), "--quiet", "--database", "private"]).exitCode == 0)
+            let retyped = try await cli.run(["schema", "import", try cli.file("c.ckdb", "DEFINE SCHEMA\n    RECORD TYPE T (tags STRING, ts TIMESTAMP);\n")])
+            #expect(retyped.exitCode == 65 && retyped.stderr.contains("1 record of T holds it as an empty list") && !retyped.stderr.contains("STRING_LIST"), "\(retyped)")
+
+            #expect(try await cli.run(["schema", "deploy"]).exitCode == 0)
+            let intoDate = #"{"recordName":"t2","recordType":"T","fields":{"ts":{"value":[],"type":"UNKNOWN_LIST"}}}"# + "\n"
+            let refused = try await cli.run(["import", try cli.file("t2.ndjson", intoDate), "--environment", "production", "--database", "private"])
+            #expect(refused.exitCode != 0 && refused.stderr.contains("value type UNKNOWN_LIST (an empty list) for field 'ts'"), "\(refused)")
+        }
+    }
+
     @Test("schema validate and import count the record types a file declares: Users only when the file declares it, as exports do", arguments: TestEngine.all)
     func countsWhatTheFileDeclares(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -111,7 +111,9 @@ extension StorageEngine {
                         guard let field = byName[name], !(value.isEmptyList && field.type.isList) else { continue }
                         let isEncrypted = encrypted.contains(name)
                         if !field.takes(value.type, encrypted: isEncrypted) {
-                            misfits[name, default: [:]][(isEncrypted ? "ENCRYPTED " : "") + value.type.rawValue, default: 0] += 1
+                            // An empty list is no list of any one type, whichever stands in for it.
+                            let held = value.isEmptyList ? "an empty list" : value.type.rawValue
+                            misfits[name, default: [:]][(isEncrypted ? "ENCRYPTED " : "") + held, default: 0] += 1
                         }
                     }
                 }

@@ -326,7 +326,8 @@ struct RecordTypeRules {
             let given = value.type
             if given != kind.type || kind.isEncrypted || !encrypted.isEmpty,
                !(kind.type.isList && value.isEmptyList && save.jsonExtras.holdsUntypedEmptyList(key)),
-               let problem = mismatch(key, kind, given, isEncrypted: !encrypted.isEmpty && encrypted.contains(key), recordID: save.recordID, typeName: type.name) {
+               let problem = mismatch(key, kind, given, isEncrypted: !encrypted.isEmpty && encrypted.contains(key), recordID: save.recordID, typeName: type.name,
+                                      untypedEmptyList: value.isEmptyList && save.jsonExtras.holdsUntypedEmptyList(key)) {
                 return .failure(problem)
             }
         }
@@ -378,12 +379,14 @@ struct RecordTypeRules {
     }
 
     /// CloudKit's error for a value that the declared field cannot hold, or `nil`.
-    private func mismatch(_ key: String, _ kind: FieldKind, _ given: FieldType, isEncrypted: Bool, recordID: Record.ID, typeName: String) -> StratusError? {
+    private func mismatch(_ key: String, _ kind: FieldKind, _ given: FieldType, isEncrypted: Bool, recordID: Record.ID, typeName: String,
+                          untypedEmptyList: Bool = false) -> StratusError? {
         let typeFits = given == kind.type || (kind.isNumber && Self.numberTypes(of: kind.type).contains(given))
         guard !typeFits || isEncrypted != kind.isEncrypted else { return nil }
         let declared = ContainerSchema.declaredType(RecordTypeSchema.Field(key, type: kind.type, isEncrypted: kind.isEncrypted, isNumber: kind.isNumber,
                                                                            namesPreferredType: kind.namesPreferredType))
-        let actual = (isEncrypted ? "ENCRYPTED " : "") + given.rawValue
+        // An empty list that named no type (`UNKNOWN_LIST`) is no list of strings, whatever type stands in for it.
+        let actual = (isEncrypted ? "ENCRYPTED " : "") + (untypedEmptyList ? "UNKNOWN_LIST (an empty list)" : given.rawValue)
         return StratusError(.invalidArguments, "invalid attempt to set value type \(actual) for field '\(key)' for type '\(typeName)', defined to be: \(declared) (record '\(recordID.recordName)')", recordID: recordID)
     }
 
