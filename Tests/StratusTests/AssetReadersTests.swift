@@ -49,4 +49,23 @@ struct AssetReadersTests {
             #expect(!FileManager.default.fileExists(atPath: store.path("copy.sqlite") + ".assets/handout"))
         }
     }
+
+    @Test("an asset asked for its file after its store was deleted makes no folder where the store was (found in this project's own test runs: removed test stores came back as a handout folder)")
+    func deletedStoreIsNotMadeAgain() async throws {
+        let store = try TemporaryStore(prefix: "asset-gone")
+        defer { store.remove() }
+        let engine = try SQLiteEngine(path: store.path("sub/store.sqlite"))
+        let database = Container(identifier: "com.example.gone", engine: engine, userName: "alice").publicCloudDatabase
+        let photo = Record(recordType: "Photo", recordID: Record.ID(recordName: "p"))
+        photo["image"] = Asset(fileURL: try store.writeFile("upload/photo.jpg", Data(repeating: 7, count: 2_000)))
+        _ = try await database.save(photo)
+        let fetched = try await database.record(for: photo.recordID)
+        let asset = try #require(fetched["image"] as Asset?)
+        let first = try #require(asset.fileURL)
+        #expect(try Data(contentsOf: first).count == 2_000)
+
+        try FileManager.default.removeItem(atPath: store.path("sub"))
+        #expect(asset.fileURL.map { !$0.path.hasPrefix(store.path("sub")) } ?? true, "\(String(describing: asset.fileURL))")
+        #expect(!FileManager.default.fileExists(atPath: store.path("sub")), "the deleted store's folder stays deleted")
+    }
 }

@@ -105,7 +105,14 @@ enum AssetHandouts {
     }
 
     private static func handOut(_ content: URL, identifier: String, size: Int64?, in directory: URL) throws -> URL {
-        if directory == temporaryDirectory { try FileDescriptor.makeOwnDirectory(directory) }
+        if directory == temporaryDirectory {
+            try FileDescriptor.makeOwnDirectory(directory)
+        } else {
+            // A store's folder that is gone (the store was deleted while an asset of it was
+            // held) is not made again for a copy: only its `handout` levels are ever made.
+            var info = stat()
+            guard lstat(directory.path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { throw POSIXFailure(errno: ENOENT, operation: "stat") }
+        }
         let holder = try AssetHolder.shared(in: directory)
         let folder = directory.appendingPathComponent(folderName, isDirectory: true).appendingPathComponent(holder.name, isDirectory: true)
         try FileDescriptor.makePrivateDirectory(folder)
