@@ -175,4 +175,19 @@ import Testing
             #expect(userRecord.recordType == CKRecordTypeUserRecord)
         }
     }
+
+    @Test("the typed unarchiving calls record caches use read arrays of records and dictionaries of IDs, and nil for an archive of something else (found by a porting tester: they did not compile)")
+    func typedUnarchiving() throws {
+        let records = [CKRecord(recordType: "Note", recordID: CKRecord.ID(recordName: "a")), CKRecord(recordType: "Note", recordID: CKRecord.ID(recordName: "b"))]
+        let arrayData = try NSKeyedArchiver.archivedData(withRootObject: records, requiringSecureCoding: true)
+        let restored = try #require(try NSKeyedUnarchiver.unarchivedArrayOfObjects(ofClass: CKRecord.self, from: arrayData))
+        #expect(restored.map(\.recordID.recordName) == ["a", "b"] && restored.allSatisfy { $0.recordType == "Note" })
+
+        let zones: [String: CKRecordZone.ID] = ["notes": CKRecordZone.ID(zoneName: "Notes"), "lists": CKRecordZone.ID(zoneName: "Lists")]
+        let dictionaryData = try NSKeyedArchiver.archivedData(withRootObject: zones, requiringSecureCoding: true)
+        let read = try #require(try NSKeyedUnarchiver.unarchivedDictionary(keysOfClass: NSString.self, objectsOfClass: CKRecordZone.ID.self, from: dictionaryData))
+        #expect(Dictionary(uniqueKeysWithValues: read.map { (String(describing: $0.key), $0.value.zoneName) }) == ["notes": "Notes", "lists": "Lists"])
+
+        #expect(try NSKeyedUnarchiver.unarchivedArrayOfObjects(ofClass: CKRecord.self, from: dictionaryData) == nil)
+    }
 }

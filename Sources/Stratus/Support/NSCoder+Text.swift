@@ -23,7 +23,7 @@ extension NSCoder {
     }
 
     /// Foundation's property-list classes and every class Stratus archives.
-    private static var stratusArchiveClasses: [AnyClass] {
+    package static var stratusArchiveClasses: [AnyClass] {
         [NSString.self, NSData.self, NSDate.self, NSNumber.self, NSArray.self, NSDictionary.self, NSUUID.self, NSURL.self,
          Record.self, RecordID.self, RecordZoneID.self, RecordZone.self, RecordReference.self, Asset.self, Location.self,
          Query.self, QueryCursor.self, ServerChangeToken.self, OperationGroup.self, Subscription.self, NotificationInfo.self,
