@@ -357,12 +357,15 @@ enum PostgresRowSecurity {
                OR NEW.owner IN (SELECT d.user_record_name FROM \(s).user_directory d WHERE d.login = SESSION_USER::text) THEN
                 RETURN NEW;
             END IF;
-            -- Only a participant who may write in the zone is told: to anyone else the policy answers, as for every name, so
-            -- that the records of a zone not shared with the role stay unseen (their names included).
+            -- Only a row a participant who may write in the zone could write is judged here: any other is the policy's to
+            -- answer, as for every name, so that the records of a zone not shared with the role stay unseen (their names
+            -- included). The row names its writer (the policy requires a participant's own name), and the session's role
+            -- counts too: a session that took a participant's role (SET ROLE) is judged as that participant.
             IF NOT EXISTS (SELECT 1 FROM \(s).share_members m
                            JOIN \(s).zones z ON z.container = m.container AND z.db = \(Database.Scope.private.rawValue) AND z.owner = m.owner AND z.zone_name = m.zone_name AND z.zone_owner = ''
                            WHERE z.zone_id = NEW.zone_id AND m.accepted AND m.read_write
-                               AND m.member IN (SELECT d.user_record_name FROM \(s).user_directory d WHERE d.login = SESSION_USER::text)) THEN
+                               AND (m.member = NEW.modified_by OR m.member = NEW.created_by
+                                    OR m.member IN (SELECT d.user_record_name FROM \(s).user_directory d WHERE d.login = SESSION_USER::text))) THEN
                 RETURN NEW;
             END IF;
             IF EXISTS (SELECT 1 FROM \(s).records c WHERE c.zone_id = NEW.zone_id AND c.parent_name = NEW.record_name)

@@ -1018,6 +1018,21 @@ extension PostgresSecurityTests {
         #expect(named?.code == .permissionFailure && unnamed?.code == .permissionFailure)
         #expect(named?.message.contains("hierarchy") == false && unnamed?.message.contains("hierarchy") == false, "\(String(describing: named)) / \(String(describing: unnamed))")
 
+        // A session that takes Bob's role (an operator's login granted it) is judged as Bob: it
+        // adopts no orphan either (found in review: the trigger looked at the session's login).
+        let support = "support_\(store.suffix)"
+        try ownerSQL.executeScript("CREATE ROLE \(support) LOGIN; GRANT \(store.bob) TO \(support);")
+        defer { try? ownerSQL.executeScript("DROP ROLE IF EXISTS \(support)") }
+        let operatorSession = try store.raw(support)
+        try operatorSession.executeScript("SET ROLE \(store.bob)")
+        let adopted = stratusError(await caughtError {
+            try operatorSession.execute("""
+                INSERT INTO records(zone_id, record_name, owner, record_type, created_at, created_by, modified_at, modified_by, change_tag, change_seq, fields, parent_name)
+                VALUES ($1, 'milk', $2, 'Item', 0, $3, 0, $3, 'bob', 99, '{}'::jsonb, 'groceries')
+                """, [.int64(zoneID), .text(aliceName), .text(bobName)])
+        })
+        #expect(adopted?.code == .permissionFailure && adopted?.message.contains("hierarchy") == true, "\(String(describing: adopted))")
+
         // The index as an import of the share without its root leaves it: no root.
         let bob = try store.raw(store.bob)
         func names() throws -> [String] {

@@ -70,6 +70,9 @@ final class ImportRun {
     /// in the store (``RecordWriteExecutor``), so they never wait: a file of children whose
     /// parents were deleted is not held in memory to its end.
     private var holdsForParents = true
+    /// In an import that restores records, the record share each root read so far names (its
+    /// `share`), with the root's name: CloudKit's JSON names a share's root there, not in the share.
+    private var rootsByShare: [Record.ID: String] = [:]
     /// Items of the checkpoint this run resumes that were not settled: read again. Until one
     /// is read, a checkpoint past it names it pending (see ``pendingItems(before:)``).
     private var resumedPending: Set<Int> = []
@@ -232,7 +235,8 @@ final class ImportRun {
                     switch prepare(record) {
                     case .failure(let problem):
                         try await reject(RecordRejection(line: line, column: 0, recordName: record.recordID.recordName, message: problem.description), item: index)
-                    case .success(let prepared):
+                    case .success(var prepared):
+                        if !holdsForParents && !prepared.jsonExtras.isEmpty { prepared = linkingShareToRoot(prepared) }
                         if mode == .batches && waits.isEmpty && !batch.segmentHasDeletions && (prepared.parent == nil || batch.segmentCount == 1)
                             && batch.names.insert(prepared.recordID.recordName).inserted {
                             batch.append(prepared, line: line, item: index)
@@ -439,6 +443,26 @@ final class ImportRun {
     /// the store (so the writing side neither checks nor encodes it again).
     private func prepare(_ record: Record) -> Result<PreparedSave, StratusError> {
         Result { () throws(StratusError) in try PreparedSave(record, namesChecked: source.checksRecordNames) }
+    }
+
+    /// A restored share without a root, given the root a record read before it names (in an
+    /// earlier batch: within one request the store's share rules find it themselves), so that
+    /// its participants reach that record; a root is remembered for the share it names.
+    private func linkingShareToRoot(_ prepared: PreparedSave) -> PreparedSave {
+        let members = prepared.jsonExtras.members
+        if let member = members[StoredShare.shareMember], let share = StoredShare.sharedRecordName(inShareMember: member) {
+            rootsByShare[Record.ID(recordName: share, zoneID: prepared.recordID.zoneID)] = prepared.recordID.recordName
+            return prepared
+        }
+        guard prepared.record.recordType == Record.SystemType.share, prepared.recordID.recordName != Share.zoneWideShareName,
+              members[StoredShare.rootRecordNameMember] == nil, let root = rootsByShare[prepared.recordID] else { return prepared }
+        let record = prepared.record
+        var extras = record.jsonExtras
+        var share = StoredShare(extras)
+        share.rootRecordName = root
+        share.writeRootRecordName(into: &extras)
+        record.jsonExtras = extras
+        return (try? PreparedSave(record, namesChecked: source.checksRecordNames)) ?? prepared
     }
 
     /// The source's next item. When the source fails, what was read before is settled first,

@@ -116,14 +116,16 @@ enum SharedDatabaseNotifier {
                 let moved = outcome.hierarchyMovedRoots[zoneName] ?? []
                 // Roots not followed (a zone without record-level shares when it was written): every share.
                 let deletedRoots = outcome.hierarchyDeletedRoots[zoneName]
+                // A zone-wide share is known by its name; a record share whose root is not known
+                // (restored apart from it) reaches no record.
                 let deletionReaches = changes.deleted && shares.contains { share in
-                    share.rootRecordName.map { deletedRoots?.contains($0) ?? true } ?? true
+                    share.rootRecordName.map { deletedRoots?.contains($0) ?? true } ?? (share.shareRecordName == Share.zoneWideShareName)
                 }
                 if deletionReaches || shares.contains(where: lost.contains) || shares.contains(where: { $0.rootRecordName.map(moved.contains) ?? false }) {
                     notifier.changedEveryTypeOfSharedZone(zoneID)
                     continue
                 }
-                let wholeZone = shares.contains { $0.rootRecordName == nil }
+                let wholeZone = shares.contains { $0.shareRecordName == Share.zoneWideShareName }
                 let reached = Set(shares.compactMap(\.rootRecordName))
                 let shareNames = Set(shares.map(\.shareRecordName))
                 var told = Set<String>()
