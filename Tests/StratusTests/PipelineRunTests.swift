@@ -275,6 +275,27 @@ struct PipelineRunTests {
             database.add(second)
             try await database.run([consume])
             #expect(count.value == 30)
+
+            // A stage the app runs on a queue of its own names its database, and may wait there
+            // (here behind a dependency) while run has the rest.
+            let third = PipelineStreamingTests.everyItem(pageSize: 10)
+            let counted = Box(0)
+            let own = ConsumeOperation(consuming: third) { (records: [Record]) in counted.update { $0 += records.count } }
+            own.database = database
+            let warmUp = BlockOperation { Thread.sleep(forTimeInterval: 0.05) }
+            own.addDependency(warmUp)
+            let queue = OperationQueue()
+            queue.addOperation(own)
+            queue.addOperation(warmUp)
+            try await database.run([third])
+            await waitUntilFinished([own])
+            #expect(counted.value == 30)
+
+            // A consumer released before it ran would never take its producer's batches.
+            let fourth = PipelineStreamingTests.everyItem(pageSize: 10)
+            do { _ = ConsumeOperation(consuming: fourth) { (_: [Record]) in } }
+            let released = await #expect(throws: StratusError.self) { try await database.run([fourth]) }
+            #expect(released?.code == .invalidArguments && released?.message.contains("released before it ran") == true, "\(String(describing: released))")
         }
     }
 

@@ -55,7 +55,7 @@ extension Database {
         let distinct = operations.filter { seen.insert(ObjectIdentifier($0)).inserted }
         guard !distinct.isEmpty else { return completionHandler(.success(())) }
         if let (stage, given) = Self.stageLeftOut(of: distinct) {
-            let message = "run: \(Pipeline.name(of: stage)), a stage of the pipeline of the \(Pipeline.name(of: given)) given, is not among the "
+            let message = "run: \(stage), a stage of the pipeline of the \(Pipeline.name(of: given)) given, is not among the "
                 + "operations given and was not added to a database or started, so the pipeline would wait for it forever; "
                 + "pass every stage of a pipeline (its producers, transforms and consumers) to run"
             return completionHandler(.failure(StratusError(.invalidArguments, message)))
@@ -77,15 +77,18 @@ extension Database {
     /// A stage of the pipeline of one of `operations` that is not among them and that nothing
     /// else runs (not added to a database, not started, not finished), with the operation
     /// whose pipeline it is in: its producer would wait for it, or its consumers for it, forever.
-    /// A stage the app put on an `OperationQueue` of its own and that has not started yet
-    /// cannot be told from one left out, and is refused as well.
-    private static func stageLeftOut(of operations: [DatabaseOperation]) -> (DatabaseOperation, DatabaseOperation)? {
+    /// A stage the app put on an `OperationQueue` of its own and that has not started yet is
+    /// told from one left out by its `database`, which such a stage is given; a stage released
+    /// before it ran is left out too.
+    private static func stageLeftOut(of operations: [DatabaseOperation]) -> (String, DatabaseOperation)? {
         let given = Set(operations.map(ObjectIdentifier.init))
         for operation in operations {
             guard let pipeline = operation.pipeline else { continue }
-            if let missing = pipeline.stages.first(where: { !given.contains(ObjectIdentifier($0)) && !$0.isSubmittedOrDone }) {
-                return (missing, operation)
+            // A stage given a database of its own is the app's to run (on a queue of its own).
+            if let missing = pipeline.stages.first(where: { !given.contains(ObjectIdentifier($0)) && !$0.isSubmittedOrDone && $0.database == nil }) {
+                return (Pipeline.name(of: missing), operation)
             }
+            if let released = pipeline.releasedStageName { return ("a \(released) released before it ran", operation) }
         }
         return nil
     }

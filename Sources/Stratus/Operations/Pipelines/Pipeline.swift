@@ -87,6 +87,12 @@ final class Pipeline: Sendable {
     /// Every stage still in memory.
     var stages: [DatabaseOperation] { state.withLock { $0.stages.compactMap(\.operation) } }
 
+    /// The name of a stage that was released without running to its end: nothing will run it,
+    /// and its producer would wait for it.
+    var releasedStageName: String? {
+        state.withLock { state in state.stages.first { $0.operation == nil && !$0.finished }?.name }
+    }
+
     /// Every stage's identity.
     var stageIdentifiers: Set<ObjectIdentifier> { state.withLock { Set($0.stages.map(\.id)) } }
 

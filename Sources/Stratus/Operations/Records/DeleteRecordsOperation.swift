@@ -187,7 +187,9 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
                         try deleteBatch(Array(ids[start..<min(ids.count, start + batchSize)]), readTags: tags)
                     }
                 }
-                guard try finishBatch(batch, from: input, handingOn: [Record](), to: nil) else { break }
+                let goesOn: Bool
+                do { goesOn = try finishBatch(batch, from: input, handingOn: [Record](), to: nil) } catch { throw StratusError.wrap(error).completing(deleted) }
+                guard goesOn else { break }
             }
             if shouldStop { return cancelled() }
         }

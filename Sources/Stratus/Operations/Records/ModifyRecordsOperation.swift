@@ -387,7 +387,9 @@ open class ModifyRecordsOperation: DatabaseOperation, RecordProducingOperation, 
                 throw StratusError.wrap(error).completing(done)
             }
             if let stop { return stop }
-            guard try finishBatch(batch, from: input, handingOn: saved, to: recordOutput) else { break }
+            let goesOn: Bool
+            do { goesOn = try finishBatch(batch, from: input, handingOn: saved, to: recordOutput) } catch { throw StratusError.wrap(error).completing(done) }
+            guard goesOn else { break }
             // Freeing a batch's records and their preparations costs the writing thread a good
             // part of their writes: another thread lets them go, unless two batches wait for
             // it already (a busy machine may not run it soon, and memory stays bounded).
