@@ -127,6 +127,10 @@ struct SchemaLanguageErrorTests {
         let text = "DEFINE SCHEMA\n    RECORD TYPE \"cloudkit.share\" (\n        \"cloudkit.title\" INT64,\n        \"cloudkit.type\" STRING\n    );\n"
         let error = try #require(schemaError { try SchemaReader().read(Data(text.utf8)) })
         #expect(error.line == 3 && error.column == 9 && error.message.contains("always STRING"), "\(error)")
+        // A rule no one field breaks (a grant's role name) stays at the type.
+        let grant = "DEFINE SCHEMA\n    RECORD TYPE Note (\n        a STRING,\n        GRANT READ TO \"x\ty\"\n    );\n"
+        let grantError = try #require(schemaError { try SchemaReader().read(Data(grant.utf8)) })
+        #expect(grantError.line != 3, "not at the first field: \(grantError)")
     }
 
     @Test("bytes that are not UTF-8 are refused where they stand, outside comments")

@@ -112,8 +112,8 @@ extension StorageEngine {
                         let isEncrypted = encrypted.contains(name)
                         if !field.takes(value.type, encrypted: isEncrypted) {
                             // An empty list is no list of any one type, whichever stands in for it.
-                            let held = value.isEmptyList ? "an empty list" : value.type.rawValue
-                            misfits[name, default: [:]][(isEncrypted ? "ENCRYPTED " : "") + held, default: 0] += 1
+                            let held = value.isEmptyList ? "an empty list" + (isEncrypted ? " (encrypted)" : "") : (isEncrypted ? "ENCRYPTED " : "") + value.type.rawValue
+                            misfits[name, default: [:]][held, default: 0] += 1
                         }
                     }
                 }

@@ -167,15 +167,16 @@ struct SchemaParser {
         do {
             try type.validate()
         } catch {
-            // At the field the rule refuses, when one alone is refused (a field of CloudKit's own
-            // type declared with another type), else at the type.
+            // At the field the rule refuses, when that field alone is refused so (a field of
+            // CloudKit's own type declared with another type), else at the type.
+            let message = (error as? StratusError)?.message ?? "\(error)"
             let refusedField = type.fields.first { field in
-                var alone = type
+                var alone = RecordTypeSchema(recordType: type.recordType, grants: [:])
                 alone.fields = [field]
-                alone.compoundIndexes = []
-                return (try? alone.validate()) == nil
+                do { try alone.validate() } catch { return (error as? StratusError)?.message == message }
+                return false
             }
-            throw source.error((error as? StratusError)?.message ?? "\(error)", at: refusedField.flatMap { fieldPositions[$0.name] } ?? start)
+            throw source.error(message, at: refusedField.flatMap { fieldPositions[$0.name] } ?? start)
         }
         schema.recordTypes.append(type)
     }

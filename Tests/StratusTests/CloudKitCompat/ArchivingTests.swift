@@ -364,6 +364,8 @@ struct ArchivingTests {
         #expect((try? NSKeyedUnarchiver.unarchivedObject(ofClass: Record.Reference.self, from: zoneForID)) == nil)
         let dateForID = try ForgedArchive.data(as: Record.Reference.self, objects: ["StratusReferenceRecordID": NSDate()])
         #expect((try? NSKeyedUnarchiver.unarchivedObject(ofClass: Record.Reference.self, from: dateForID)) == nil)
+        let setForID = try ForgedArchive.data(as: Record.Reference.self, objects: ["StratusReferenceRecordID": NSSet(array: [NSNumber(value: 1)])])
+        #expect((try? NSKeyedUnarchiver.unarchivedObject(ofClass: Record.Reference.self, from: setForID)) == nil)
 
         // A record's system fields with an ID where its creation date belongs: the rest is read.
         let system: [String: NSObject] = [

@@ -497,7 +497,7 @@ enum RecordWriteExecutor {
                        same.kind == .unchanged {
                         return .success((existing, .unchanged))
                     }
-                } else if existing != nil, request.preservesSystemFields {
+                } else if denied.code != .notAuthenticated, existing != nil, request.preservesSystemFields {
                     var denied = denied
                     denied.message += "; a restore of records others created that the importing user may not read runs as the store's administrator (--as-administrator)"
                     return .failure(denied)
