@@ -449,18 +449,15 @@ final class ImportRun {
     /// earlier batch: within one request the store's share rules find it themselves), so that
     /// its participants reach that record; a root is remembered for the share it names.
     private func linkingShareToRoot(_ prepared: PreparedSave) -> PreparedSave {
-        let members = prepared.jsonExtras.members
-        if let member = members[StoredShare.shareMember], let share = StoredShare.sharedRecordName(inShareMember: member) {
+        if let share = StoredShare.sharedRecordName(in: prepared.jsonExtras) {
             rootsByShare[Record.ID(recordName: share, zoneID: prepared.recordID.zoneID)] = prepared.recordID.recordName
             return prepared
         }
         guard prepared.record.recordType == Record.SystemType.share, prepared.recordID.recordName != Share.zoneWideShareName,
-              members[StoredShare.rootRecordNameMember] == nil, let root = rootsByShare[prepared.recordID] else { return prepared }
+              prepared.jsonExtras.members[StoredShare.rootRecordNameMember] == nil, let root = rootsByShare[prepared.recordID] else { return prepared }
         let record = prepared.record
         var extras = record.jsonExtras
-        var share = StoredShare(extras)
-        share.rootRecordName = root
-        share.writeRootRecordName(into: &extras)
+        StoredShare.writeRoot(root, into: &extras)
         record.jsonExtras = extras
         return (try? PreparedSave(record, namesChecked: source.checksRecordNames)) ?? prepared
     }

@@ -11,8 +11,7 @@ extension Record {
     /// }
     /// ```
     public var share: Reference? {
-        let extras = jsonExtras
-        guard !extras.isEmpty, let text = extras.members[StoredShare.shareMember], let name = StoredShare.sharedRecordName(inShareMember: text) else { return nil }
+        guard let name = StoredShare.sharedRecordName(in: jsonExtras) else { return nil }
         return Reference(recordID: ID(recordName: name, zoneID: recordID.zoneID), action: .none)
     }
 

@@ -61,9 +61,9 @@ struct StoredShare: Equatable, Sendable {
         if extras.members[shortGUIDMember] == nil { extras.members[shortGUIDMember] = stored.members[shortGUIDMember] }
     }
 
-    /// Writes the root's record name alone into `extras`.
-    func writeRootRecordName(into extras: inout Record.JSONExtras) {
-        extras.members[Self.rootRecordNameMember] = rootRecordName.map { Self.encode($0) }
+    /// Writes `root` as the root's record name of the share whose extras are `extras`, alone.
+    static func writeRoot(_ root: String, into extras: inout Record.JSONExtras) {
+        extras.members[rootRecordNameMember] = encode(root)
     }
 
     /// Writes the URL token alone into `extras`.
@@ -158,6 +158,12 @@ struct StoredShare: Equatable, Sendable {
     /// The JSON text of a root's `share` member naming the share `recordName` in `zoneID`.
     static func shareMemberText(_ recordName: String, zoneID: RecordZone.ID) -> String {
         encode(ShareReference(recordName: recordName, zoneID: .init(zoneName: zoneID.zoneName, ownerRecordName: zoneID.ownerName)))
+    }
+
+    /// The record name of the share a root's extras name in its `share` member, if any.
+    static func sharedRecordName(in extras: Record.JSONExtras) -> String? {
+        guard !extras.isEmpty, let text = extras.members[shareMember] else { return nil }
+        return sharedRecordName(inShareMember: text)
     }
 
     /// The record name a root's `share` member names, if it can be read.

@@ -63,8 +63,8 @@ struct ShareRules {
         deletedIDs = Set(request.recordIDsToDelete)
         var roots: [Record.ID: String] = [:]
         if restores && !savedIDs.isEmpty {
-            for save in request.saves where !save.jsonExtras.isEmpty {
-                guard let member = save.jsonExtras.members[StoredShare.shareMember], let share = StoredShare.sharedRecordName(inShareMember: member) else { continue }
+            for save in request.saves {
+                guard let share = StoredShare.sharedRecordName(in: save.jsonExtras) else { continue }
                 roots[Record.ID(recordName: share, zoneID: save.recordID.zoneID)] = save.recordID.recordName
             }
         }
@@ -111,7 +111,7 @@ struct ShareRules {
                 // CloudKit's JSON names a record-level share's root in the root (its `share`),
                 // not in the share: the root restored with it says which record it shares.
                 share.rootRecordName = root
-                share.writeRootRecordName(into: &extras)
+                StoredShare.writeRoot(root, into: &extras)
             }
             if share.shortGUID == nil {
                 // One that came without a URL (an export that left it out) gets the stored one,
@@ -231,7 +231,7 @@ struct ShareRules {
         if let other = linkedRoots[rootID] {
             return StratusError(.alreadyShared, "record '\(root)' is shared by share '\(other)' of the same request; a record has at most one share", recordID: id)
         }
-        if let text = try transaction.storedRecord(rootID)?.jsonExtras.members[StoredShare.shareMember], let other = StoredShare.sharedRecordName(inShareMember: text),
+        if let stored = try transaction.storedRecord(rootID), let other = StoredShare.sharedRecordName(in: stored.jsonExtras),
            other != id.recordName, try transaction.recordExists(Record.ID(recordName: other, zoneID: id.zoneID)) {
             return StratusError(.alreadyShared, "record '\(root)' is shared already, by share '\(other)'; a record has at most one share (save changes to that share instead)", recordID: id)
         }
