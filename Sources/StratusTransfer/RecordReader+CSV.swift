@@ -6,8 +6,11 @@ import Stratus
 /// Special columns carry the record's identity, parent and system fields under their CloudKit
 /// names (which are reserved, so no field can clash with them): `recordName`, `recordType`,
 /// `recordChangeTag`, `creationDate`, `creatorUserRecordID`, `modificationDate`,
-/// `lastModifiedUserRecordID`, `parent` (the parent's record name). Every other column is a
-/// field, `name` or `name:TYPE`; `name:ENCRYPTED_TYPE` holds encrypted values.
+/// `lastModifiedUserRecordID`, `___parent` (the parent's record name). CloudKit lets a field be
+/// named `parent`, so a plain `parent` column is the parent only in a header without
+/// `___parent` (as exports of types without such a field write it); `parent:TYPE` is a field.
+/// Every other column is a field, `name` or `name:TYPE`; `name:ENCRYPTED_TYPE` holds encrypted
+/// values.
 struct CSVLayout {
     enum Column: Equatable {
         case recordName, recordType, changeTag, creationDate, creator, modificationDate, modifier, parent
@@ -16,8 +19,11 @@ struct CSVLayout {
         static let special: [String: Column] = [
             "recordName": .recordName, "recordType": .recordType, "recordChangeTag": .changeTag,
             "creationDate": .creationDate, "creatorUserRecordID": .creator,
-            "modificationDate": .modificationDate, "lastModifiedUserRecordID": .modifier, "parent": .parent,
+            "modificationDate": .modificationDate, "lastModifiedUserRecordID": .modifier,
+            Record.SystemFieldKey.parent: .parent,
         ]
+        /// The parent's column in a header that names no `___parent` column.
+        static let plainParent = "parent"
     }
 
     var columns: [Column]
@@ -138,13 +144,17 @@ extension RecordReader {
         var scratch: [UInt8] = []
         var columns: [CSVLayout.Column] = []
         var names: Set<String> = []
+        let namesSystemParent = cells.contains { cell in
+            withCellBytes(cell, &scratch, { String(validating: $0, as: UTF8.self) })?
+                .trimmingCharacters(in: .whitespaces) == Record.SystemFieldKey.parent
+        }
         for cell in cells {
             let fail = { (message: String) -> StratusError in self.fatal(at: cell.start, "CSV header: \(message)") }
             guard let text = withCellBytes(cell, &scratch, { String(validating: $0, as: UTF8.self) }) else {
                 throw fail("a column name is not valid UTF-8")
             }
             let header = text.trimmingCharacters(in: .whitespaces)
-            if let special = CSVLayout.Column.special[header] {
+            if let special = CSVLayout.Column.special[header] ?? (!namesSystemParent && header == CSVLayout.Column.plainParent ? .parent : nil) {
                 guard !columns.contains(special) else { throw fail("the column '\(header)' appears twice") }
                 columns.append(special)
                 continue

@@ -20,7 +20,8 @@ import Darwin
 /// back to equal field values and system fields.
 ///
 /// CSV output has a header row `recordName,recordType`, then (unless ``csvSystemColumns`` is
-/// false) `recordChangeTag,creationDate,creatorUserRecordID,modificationDate,lastModifiedUserRecordID,parent`,
+/// false) `recordChangeTag,creationDate,creatorUserRecordID,modificationDate,lastModifiedUserRecordID,parent`
+/// (the parent's column is `___parent` when a field is named `parent`),
 /// then one `name:TYPE` column per field: the `csvFields` given, or the first record's keys.
 /// A column's type comes from ``csvTypes`` or the first record's value; a column of encrypted
 /// values (in the first record) is `name:ENCRYPTED_TYPE`; a column without a type (the first
@@ -273,7 +274,12 @@ public final class RecordWriter {
         // System names asked for as fields already have their own columns; each field gets one.
         var seen: Set<String> = []
         let fields = fields.filter { !Naming.reservedFieldKeys.contains($0) && seen.insert($0).inserted }
-        columns += fields.map { .field($0, types[$0], encrypted: types[$0] != nil && (encrypted.contains($0) || csvEncryptedFields.contains($0))) }
+        columns += fields.map { name in
+            // Without the parent's column, an untyped `parent` would read back as the parent; its
+            // cells are strings (as every untyped column's), so it says so.
+            let type = types[name] ?? (name == CSVLayout.Column.plainParent && !csvSystemColumns ? .string : nil)
+            return .field(name, type, encrypted: type != nil && (encrypted.contains(name) || csvEncryptedFields.contains(name)))
+        }
         for (i, column) in columns.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             switch column {
@@ -284,7 +290,8 @@ public final class RecordWriter {
             case .creator: out.append("creatorUserRecordID")
             case .modificationDate: out.append("modificationDate")
             case .modifier: out.append("lastModifiedUserRecordID")
-            case .parent: out.append("parent")
+            // `parent` keeps the file readable by earlier versions, unless a field takes the name.
+            case .parent: out.appendRaw(fields.contains(CSVLayout.Column.plainParent) ? Record.SystemFieldKey.parent : CSVLayout.Column.plainParent)
             case .field(let name, let type, let encrypted):
                 out.appendCSVCell(type.map { "\(name):\($0.name(encrypted: encrypted))" } ?? name)
             }

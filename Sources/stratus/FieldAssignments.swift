@@ -36,7 +36,7 @@ struct FieldAssignments {
     /// Splits each `--set` into its name, type and value, without reading the values.
     ///
     /// - Throws: ``UsageError`` naming the `--set` that is malformed, names an unknown type or
-    ///   a name no field may have (a system field such as `parent`), or repeats a field.
+    ///   a name no field may have (a system field such as `recordType`), or repeats a field.
     static func split(_ texts: [String]) throws -> [Assignment] {
         guard !texts.isEmpty else { throw UsageError(message: "give at least one --set NAME=VALUE") }
         var names = Set<String>()
@@ -54,12 +54,12 @@ struct FieldAssignments {
                 (type, encrypted) = try ParsedArguments.columnType(String(head[head.index(after: colon)...]), in: "--set", item: text)
             }
             guard !name.isEmpty else { throw UsageError(message: "--set '\(text)' names no field") }
-            // A CSV header takes `parent`, `recordType`, `creationDate`… as the record's own
-            // columns, so such a --set would read as "remove nothing" and pass as unchanged.
+            // A CSV header takes `recordType`, `creationDate`… as the record's own columns, so
+            // such a --set would read as "remove nothing" and pass as unchanged.
             do throws(StratusError) {
                 try Naming.checkFieldKey(name)
             } catch {
-                throw UsageError(message: "--set \(text): \(error.message); update sets a record's fields, never its system fields (recordName, recordType, parent, creationDate, recordChangeTag, …)")
+                throw UsageError(message: "--set \(text): \(error.message); update sets a record's fields, never its system fields (recordName, recordType, creationDate, recordChangeTag, ___parent, …)")
             }
             guard names.insert(name).inserted else { throw UsageError(message: "--set gives the field '\(name)' twice") }
             return Assignment(text: text, name: name, type: type, encrypted: encrypted, value: value)
@@ -77,8 +77,9 @@ struct FieldAssignments {
         options.schemas = schemas
         options.csvRecordType = recordType
         for assignment in assignments {
-            var header = "recordName," + Self.cell(assignment.name + (assignment.type.map { ":" + (assignment.encrypted ? "ENCRYPTED_" : "") + $0.rawValue } ?? ""))
-            header += "\nupdate," + Self.cell(assignment.value) + "\n"
+            // Beside the parent's own column, a `parent` column is the field of that name.
+            var header = "recordName,\(Record.SystemFieldKey.parent)," + Self.cell(assignment.name + (assignment.type.map { ":" + (assignment.encrypted ? "ENCRYPTED_" : "") + $0.rawValue } ?? ""))
+            header += "\nupdate,," + Self.cell(assignment.value) + "\n"
             let reader = try RecordReader(data: Data(header.utf8), options: options)
             switch try reader.next() {
             case .record(let record, _)?:

@@ -385,7 +385,7 @@ struct UpdateCLITests {
         }
     }
 
-    @Test("a --set naming a system field (parent, recordType, creationDate, recordChangeTag…) or no field name is refused (64), not counted unchanged", arguments: TestEngine.all)
+    @Test("a --set naming a system field (recordType, creationDate, recordChangeTag, ___parent…) or no field name is refused (64), not counted unchanged; parent and share are fields, as in CloudKit", arguments: TestEngine.all)
     func systemFieldsRefused(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
@@ -393,8 +393,8 @@ struct UpdateCLITests {
             let before = try await cli.exported("Note")
             // A CSV header reads these as the record's own columns: each --set used to run,
             // change nothing and report the record unchanged with exit 0.
-            for assignment in ["parent=n2", "parent=", "recordType=Other", "creationDate=2020-01-01T00:00:00Z", "modificationDate=0",
-                               "recordChangeTag=abc", "creatorUserRecordID=_x", "recordName=x", "share=x", "a b=1"] {
+            for assignment in ["___parent=n2", "___share=x", "recordType=Other", "creationDate=2020-01-01T00:00:00Z", "modificationDate=0",
+                               "recordChangeTag=abc", "creatorUserRecordID=_x", "recordName=x", "a b=1"] {
                 let result = try await cli.run(["update", "--type", "Note", "--all", "--set", assignment])
                 #expect(result.exitCode == 64, "\(result)")
                 #expect(result.stderr.contains("--set \(assignment)"), "the message quotes the --set: \(result)")
@@ -406,6 +406,14 @@ struct UpdateCLITests {
             for (name, record) in after {
                 #expect(record["recordChangeTag"] as? String == before[name]?["recordChangeTag"] as? String, "nothing was written: \(record)")
                 #expect(record["parent"] == nil && record["recordType"] as? String == "Note")
+            }
+            // A CloudKit schema may declare fields named parent and share: they are fields here.
+            let fields = try await cli.run(["update", "--type", "Note", "--all", "--set", "parent=n2", "--set", "share=s"])
+            #expect(fields.exitCode == 0, "\(fields)")
+            for (name, record) in try await cli.exported("Note") {
+                let values = record["fields"] as? [String: [String: Any]]
+                #expect(values?["parent"]?["value"] as? String == "n2" && values?["share"]?["value"] as? String == "s", "\(name): \(record)")
+                #expect(record["parent"] == nil && record["share"] == nil, "the record's own parent and share are untouched: \(record)")
             }
         }
     }

@@ -8,7 +8,7 @@ extension EngineConformance {
         TestCase("queries match a brute-force filter and sort for every operator and type", queriesMatchBruteForce),
         TestCase("queries sort on fields and system fields like a brute-force sort", queriesSortLikeBruteForce),
         TestCase("reference equality with a Reference and with a Record.ID", referenceEquality),
-        TestCase("queries on a record's parent (CKRecord.SystemFieldKey.parent) match, sort and page like a brute-force filter", parentQueries),
+        TestCase("queries on a record's parent (CKRecord.SystemFieldKey.parent, ___parent) match, sort and page like a brute-force filter; fields named parent and share are fields", parentQueries),
         TestCase("a type mismatch never matches", typeMismatchNeverMatches),
         TestCase("desiredKeys limits the returned fields", desiredKeysLimitFields),
         TestCase("indexed strings and searchable words of 3,000 and 10,000 characters are saved, found, sorted and paged exactly", longIndexedStrings),
@@ -231,7 +231,11 @@ extension EngineConformance {
         let lists = makeRecords("List", count: 3, prefix: "list") { i in ["i": .int64(Int64(i))] }
         try await TestDatabase.save(lists, in: database)
         // Every fourth child has no parent; the rest hang on the three lists in turn.
-        let children = makeRecords("Entry", count: 40, prefix: "entry") { i in ["i": .int64(Int64(i)), "rank": .int64(Int64(i % 6))] }
+        // CloudKit schemas declare fields named parent and share; every fifth child has them.
+        let children = makeRecords("Entry", count: 40, prefix: "entry") { i in
+            ["i": .int64(Int64(i)), "rank": .int64(Int64(i % 6))]
+                .merging(i % 5 == 0 ? ["parent": .string("folder-\(i % 2)"), "share": .int64(Int64(i))] : [:]) { $1 }
+        }
         for (i, child) in children.enumerated() where i % 4 != 0 {
             child.setParent(lists[i % 3].recordID)
         }
@@ -242,22 +246,34 @@ extension EngineConformance {
         let expectedUnderFirst = Set(children.enumerated().filter { $0.offset % 4 != 0 && $0.offset % 3 == 0 }.map(\.element.recordID.recordName))
         let queries: [(String, [any Sendable], [RecordSortDescriptor])] = [
             ("%K == %@", [Record.SystemFieldKey.parent, Record.Reference(recordID: first, action: .none)], []),
-            ("parent == %@", [first], []),
-            ("parent == %@", [lists[0]], []),
-            ("parent == %@", [first.recordName], []),
-            ("parent != %@", [Record.Reference(recordID: first, action: .none)], []),
-            ("parent IN %@", [[first, second]], [RecordSortDescriptor(key: "rank")]),
-            ("NOT (parent IN %@)", [[first]], []),
-            ("rank >= %@", [2], [RecordSortDescriptor(key: "parent"), RecordSortDescriptor(key: "rank", ascending: false)]),
-            ("rank < %@", [4], [RecordSortDescriptor(key: "parent", ascending: false)]),
+            ("___parent == %@", [first], []),
+            ("___parent == %@", [lists[0]], []),
+            ("___parent == %@", [first.recordName], []),
+            ("___parent != %@", [Record.Reference(recordID: first, action: .none)], []),
+            ("___parent IN %@", [[first, second]], [RecordSortDescriptor(key: "rank")]),
+            ("NOT (___parent IN %@)", [[first]], []),
+            ("rank >= %@", [2], [RecordSortDescriptor(key: Record.SystemFieldKey.parent), RecordSortDescriptor(key: "rank", ascending: false)]),
+            ("rank < %@", [4], [RecordSortDescriptor(key: "___parent", ascending: false)]),
+            ("parent == %@", ["folder-0"], []),
+            ("parent BEGINSWITH %@", ["folder"], [RecordSortDescriptor(key: "parent"), RecordSortDescriptor(key: "i")]),
+            ("share > %@", [10], [RecordSortDescriptor(key: "share", ascending: false)]),
         ]
         for (format, arguments, sort) in queries {
             try await expectBruteForce(try query("Entry", format, arguments, sort: sort), database, all)
         }
-        let underFirst = try await TestDatabase.queryAll(try query("Entry", "parent == %@", [first]), in: database, pageSize: 3)
-        #expect(Set(TestDatabase.names(underFirst)) == expectedUnderFirst && underFirst.count == expectedUnderFirst.count, "parent == list-0, paged by 3")
-        let ofNoList = try await TestDatabase.queryAll(try query("Entry", "parent == %@", [Record.ID(recordName: "nowhere")]), in: database)
+        let underFirst = try await TestDatabase.queryAll(try query("Entry", "%K == %@", [Record.SystemFieldKey.parent, first]), in: database, pageSize: 3)
+        #expect(Set(TestDatabase.names(underFirst)) == expectedUnderFirst && underFirst.count == expectedUnderFirst.count, "___parent == list-0, paged by 3")
+        let ofNoList = try await TestDatabase.queryAll(try query("Entry", "___parent == %@", [Record.ID(recordName: "nowhere")]), in: database)
         #expect(ofNoList.isEmpty)
+        // `parent` is the field: no child's field names a list, and folder-0 is no record's parent.
+        let byField = try await TestDatabase.queryAll(try query("Entry", "parent == %@", ["folder-0"]), in: database)
+        #expect(Set(TestDatabase.names(byField)) == Set(children.enumerated().filter { $0.offset % 10 == 0 }.map(\.element.recordID.recordName)))
+        #expect(try await TestDatabase.queryAll(try query("Entry", "parent == %@", [first]), in: database).isEmpty)
+        let fetched = try #require(all.first { $0.recordID.recordName == children[5].recordID.recordName })
+        #expect(fetched.fieldValue(forKey: "parent") == .string("folder-1") && fetched.fieldValue(forKey: "share") == .int64(5))
+        #expect(fetched.parent?.recordID == lists[2].recordID)
+        #expect(fetched.share == nil, "a field named share is no share")
+        #expect((fetched.value(forKey: "parent") as? Record.Reference)?.recordID == lists[2].recordID, "key-value coding finds the property first, as on CKRecord")
     }
 
     static func typeMismatchNeverMatches(_ env: Environment) async throws {

@@ -180,9 +180,14 @@ struct CSVTests {
         // With explicit fields, other fields are left out (like desiredKeys).
         let projected = try written([first, extra], format: .csv, csvFields: ["n"]) { $0.csvSystemColumns = false }
         #expect(String(decoding: projected, as: UTF8.self) == "recordName,recordType,n:INT64\na,T,1\nb,T,1\n")
-        // System names and repeats in the fields asked for do not make extra columns.
+        // System names and repeats in the fields asked for do not make extra columns; `parent` is
+        // a field (CloudKit allows the name), typed so that it does not read as the parent.
         let repeated = try written([first], format: .csv, csvFields: ["recordName", "n", "n", "parent"]) { $0.csvSystemColumns = false }
-        #expect(String(decoding: repeated, as: UTF8.self) == "recordName,recordType,n:INT64\na,T,1\n")
+        #expect(String(decoding: repeated, as: UTF8.self) == "recordName,recordType,n:INT64,parent:STRING\na,T,1,\n")
+        let named = storedRecord("T", "c", ["parent": .string("up")], tag: nil, created: nil, modified: nil, parent: "mother")
+        let parentField = try written([named], format: .csv, csvFields: ["parent"]) { $0.csvSystemColumns = false }
+        let back = try #require(try readAll(parentField, { var o = RecordReadOptions(); o.format = .csv; return o }()).first?.record)
+        #expect(back.fieldValue(forKey: "parent") == .string("up") && back.parent == nil)
     }
 
     @Test("a reference or location whose JSON held more than its value goes through CSV as that JSON and back; encrypted columns can be named")

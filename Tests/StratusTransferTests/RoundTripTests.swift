@@ -210,6 +210,39 @@ struct RoundTripTests {
         #expect(back.encryptedValues["b"] as? Data == Data([1]))
     }
 
+    @Test("fields named parent and share (a CloudKit schema may declare them) travel beside the record's own parent in JSON and CSV")
+    func fieldsNamedParentAndShare() throws {
+        let fields: [String: FieldValue] = ["parent": .reference(Samples.reference("folder-9")), "share": .string("public"), "n": .int64(1)]
+        let withParent = storedRecord("Node", "child", fields, parent: "mother")
+        let withoutParent = storedRecord("Node", "orphan", ["parent": .reference(Samples.reference("folder-8")), "share": .string("no"), "n": .int64(2)])
+        let line = RecordJSONWriter.json(for: withParent)
+        #expect(line.contains(#""parent":{"recordName":"mother"}"#) && line.contains(#""parent":{"value":{"recordName":"folder-9","action":"NONE"},"type":"REFERENCE"}"#), "\(line)")
+        expectSame(try #require(try readAll(line).first?.record), withParent, "JSON")
+        // CloudKit's own JSON: the field in `fields`, the record's parent and share beside them.
+        let cloudKit = #"{"recordName":"c2","recordType":"Node","parent":{"recordName":"mother"},"share":{"recordName":"s1"},"fields":{"parent":{"value":"up","type":"STRING"},"share":{"value":3,"type":"INT64"}}}"#
+        let read = try #require(try readAll(cloudKit).first?.record)
+        #expect(read.fieldValue(forKey: "parent") == .string("up") && read.fieldValue(forKey: "share") == .int64(3))
+        #expect(read.parent?.recordID.recordName == "mother")
+
+        let data = try written([withParent, withoutParent], format: .csv, csvFields: ["n", "parent", "share"])
+        let header = String(decoding: data.prefix(while: { $0 != 0x0A }), as: UTF8.self)
+        #expect(header.hasSuffix("lastModifiedUserRecordID,___parent,n:INT64,parent:REFERENCE,share:STRING"), "\(header)")
+        let items = try readAll(data, { var o = RecordReadOptions(); o.format = .csv; return o }())
+        #expect(items.count == 2)
+        expectSame(items.first?.record, withParent, "CSV")
+        expectSame(items.last?.record, withoutParent, "CSV")
+
+        // A type without such a field keeps the column earlier versions wrote and read.
+        let plain = try written([storedRecord("Node", "p", ["n": .int64(1)], parent: "mother")], format: .csv, csvFields: ["n"])
+        #expect(String(decoding: plain.prefix(while: { $0 != 0x0A }), as: UTF8.self).hasSuffix("lastModifiedUserRecordID,parent,n:INT64"))
+        let csv = { (text: String) throws -> Record in try #require(try readAll(text, format: .csv).first?.record) }
+        #expect(try csv("recordName,recordType,parent\nr,Node,mother\n").parent?.recordID.recordName == "mother", "an untyped parent column without ___parent is the parent")
+        let typed = try csv("recordName,recordType,parent:STRING\nr,Node,mother\n")
+        #expect(typed.parent == nil && typed.fieldValue(forKey: "parent") == .string("mother"), "a typed parent column is the field")
+        let both = try csv("recordName,recordType,___parent,parent\nr,Node,mother,\"up\"\n")
+        #expect(both.parent?.recordID.recordName == "mother" && both.fieldValue(forKey: "parent") == .string("up"), "beside ___parent, parent is the field")
+    }
+
     @Test("a parent set after reading replaces the parent's JSON kept from the input: the export writes the new parent, or none after nil")
     func parentSetAfterReading() throws {
         let line = #"{"recordName":"child","recordType":"T","parent":{"recordName":"mother","action":"NONE"},"fields":{}}"#

@@ -137,6 +137,25 @@ struct SchemaLanguageSyntaxTests {
         }
     }
 
+    @Test("fields named parent and share, as a CloudKit Console export declares them, are fields with their indexes")
+    func parentAndShareFields() throws {
+        let schema = try Self.roundTrip("""
+            DEFINE SCHEMA
+                RECORD TYPE Folder (
+                    "___createTime" TIMESTAMP,
+                    "___recordID"   REFERENCE QUERYABLE,
+                    name            STRING QUERYABLE SORTABLE,
+                    parent          STRING QUERYABLE,
+                    share           REFERENCE QUERYABLE,
+                    GRANT WRITE TO "_creator",
+                    GRANT READ TO "_world"
+                );
+            """)
+        let folder = try #require(schema.recordType("Folder"))
+        #expect(folder.field("parent")?.type == .string && folder.field("parent")?.indexes == [.queryable])
+        #expect(folder.field("share")?.type == .reference && folder.field("share")?.indexes == [.queryable])
+    }
+
     @Test("quoted names: identifiers, system fields, and role names with spaces")
     func quotedNames() throws {
         let schema = try Self.roundTrip("""

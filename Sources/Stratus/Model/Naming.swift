@@ -10,11 +10,13 @@ public enum Naming {
     /// Longest record type, field or zone name accepted.
     public static let maximumIdentifierLength = 255
 
-    /// Field keys a record cannot set, because CloudKit reserves them for system fields.
+    /// Field keys a record cannot set, because they name system fields in predicates, sort
+    /// descriptors and CSV columns. `parent` and `share` are not among them: CloudKit's keys for
+    /// those system fields are `___parent` and `___share` (``Record/SystemFieldKey``), and
+    /// CloudKit schemas declare fields named `parent` (`parent STRING QUERYABLE`).
     public static let reservedFieldKeys: Set<String> = [
         "recordName", "recordID", "recordType", "creationDate", "creatorUserRecordID",
-        "modificationDate", "lastModifiedUserRecordID", "recordChangeTag", "parent", "share",
-        "encryptedValues",
+        "modificationDate", "lastModifiedUserRecordID", "recordChangeTag", "encryptedValues",
     ]
 
     /// Bit n set: a reserved key is n bytes long (they are all shorter than 64).

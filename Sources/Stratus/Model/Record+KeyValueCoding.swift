@@ -20,7 +20,8 @@ extension Record {
     /// The value for a key as key-value coding gives it: the field's value (numbers as
     /// `NSNumber`s), or for a system field's name (`recordID`, `recordType`, `creationDate`,
     /// `modificationDate`, `creatorUserRecordID`, `lastModifiedUserRecordID`,
-    /// `recordChangeTag`, `parent`, `share`) that property.
+    /// `recordChangeTag`, `parent`, `share`, and ``SystemFieldKey``'s `___parent` and `___share`)
+    /// that property, as key-value coding finds `CKRecord`'s properties before its fields.
     ///
     /// ```swift
     /// let title = record.value(forKey: "title") as! String
@@ -34,8 +35,8 @@ extension Record {
         case "creatorUserRecordID": creatorUserRecordID
         case "lastModifiedUserRecordID": lastModifiedUserRecordID
         case "recordChangeTag": recordChangeTag
-        case "parent": parent
-        case "share": share
+        case "parent", SystemFieldKey.parent: parent
+        case "share", SystemFieldKey.share: share
         default: self[key]
         }
     }
@@ -70,14 +71,24 @@ extension Record {
 
     /// Sets or (with `nil` or `NSNull`) removes a field from a plain value, as key-value coding
     /// does: any ``RecordValueProtocol`` value, an `NSString`, `NSData`, or an array of these.
+    /// `parent` (and `___parent`) sets ``parent`` from a reference, as key-value coding finds
+    /// `CKRecord`'s `parent` property before a field of that name.
     ///
     /// ```swift
     /// record.setValue(3, forKey: "count")
     /// ```
     ///
-    /// - Precondition: the value can be stored in a field (a programmer error otherwise, as
-    ///   CloudKit raises an exception for it).
+    /// - Precondition: the value can be stored in a field, or for `parent` is a reference (a
+    ///   programmer error otherwise, as CloudKit raises an exception for it).
     public func setValue(_ value: Any?, forKey key: String) {
+        if key == "parent" || key == SystemFieldKey.parent {
+            switch value {
+            case nil, is NSNull: parent = nil
+            case let reference as Reference: parent = reference
+            default: preconditionFailure("the value for '\(key)' is a \(type(of: value!)), not a Record.Reference")
+            }
+            return
+        }
         setFieldValue(Record.fieldValue(ofPlainValue: value, forKey: key), forKey: key)
     }
 
@@ -156,7 +167,9 @@ extension Record {
     /// The names of a record's system fields, as `CKRecord.SystemFieldKey`; ``value(forKey:)``
     /// answers them, and predicates and sort descriptors accept `recordID`, `creationDate`,
     /// `modificationDate`, `creatorUserRecordID`, `lastModifiedUserRecordID` and `parent`
-    /// (`QueryPredicate(format: "%K == %@", Record.SystemFieldKey.parent, listID)`).
+    /// (`QueryPredicate(format: "%K == %@", Record.SystemFieldKey.parent, listID)`). As in
+    /// CloudKit, `parent` and `share` are `___parent` and `___share`, so that a record's fields
+    /// may be named `parent` and `share`.
     ///
     /// ```swift
     /// query.sortDescriptors = [RecordSortDescriptor(key: Record.SystemFieldKey.creationDate, ascending: false)]
@@ -173,9 +186,9 @@ extension Record {
         /// Who last saved the record (``Record/lastModifiedUserRecordID``).
         public static let lastModifiedUserRecordID: FieldKey = "lastModifiedUserRecordID"
         /// The record's parent (``Record/parent``), compared by the parent's record name.
-        public static let parent: FieldKey = "parent"
+        public static let parent: FieldKey = "___parent"
         /// The share of a record shared as a hierarchy's root (``Record/share``); not a query key.
-        public static let share: FieldKey = "share"
+        public static let share: FieldKey = "___share"
     }
 }
 

@@ -41,9 +41,9 @@ public enum QueryKey: Hashable, Sendable, Codable, CustomStringConvertible {
     case modificationDate
     case creatorUserRecordID
     case lastModifiedUserRecordID
-    /// `parent` (`CKRecord.SystemFieldKey.parent`): the record's parent, compared by record name
-    /// with a reference, a `Record.ID`, a `Record` or a string; a record without a parent matches
-    /// no condition on it.
+    /// `___parent` (`CKRecord.SystemFieldKey.parent`): the record's parent, compared by record
+    /// name with a reference, a `Record.ID`, a `Record` or a string; a record without a parent
+    /// matches no condition on it. A plain `parent` is a field named `parent`, as in CloudKit.
     ///
     /// ```swift
     /// let items = try QueryPredicate(format: "%K == %@", Record.SystemFieldKey.parent, list.recordID)
@@ -58,7 +58,7 @@ public enum QueryKey: Hashable, Sendable, Codable, CustomStringConvertible {
         case "modificationDate", "___modTime": self = .modificationDate
         case "creatorUserRecordID", "___createdBy": self = .creatorUserRecordID
         case "lastModifiedUserRecordID", "___modifiedBy": self = .lastModifiedUserRecordID
-        case "parent", "___parent": self = .parent
+        case "___parent": self = .parent
         default: self = .field(name)
         }
     }
@@ -72,7 +72,7 @@ public enum QueryKey: Hashable, Sendable, Codable, CustomStringConvertible {
         case .modificationDate: "modificationDate"
         case .creatorUserRecordID: "creatorUserRecordID"
         case .lastModifiedUserRecordID: "lastModifiedUserRecordID"
-        case .parent: "parent"
+        case .parent: "___parent"
         }
     }
 }

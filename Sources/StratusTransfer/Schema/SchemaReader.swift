@@ -44,7 +44,7 @@ import Stratus
 /// encrypted field, `SEARCHABLE` on anything but STRING and LIST<STRING>, `SORTABLE` on a list,
 /// a field or record type or role declared twice, a name that breaks CloudKit's naming rules
 /// (a letter, then letters, digits and `_`), a field name Stratus keeps for a system field
-/// (`recordName`, `parent`, …), and a grant to a role the file does not create. And, as
+/// (`recordName`, `recordType`, …), and a grant to a role the file does not create. And, as
 /// Stratus's own limits (``limits``), more than 1,000 record types, 1,000 fields in one type,
 /// 20,000 fields in all, 2,000 `QUERYABLE`/`SORTABLE`/`SEARCHABLE` options or 1,000 roles in
 /// the file.
