@@ -305,6 +305,7 @@ extension RecordReader {
             return .skipped
         }
         keys.names.insert(Array(keyText.utf8))
+        if kind == .envelope && (keyText == "syncToken" || keyText == "moreComing") { readChangesEnvelope = true }
         switch member {
         case .open(let child):
             if child == .records || child == .operations || child == .recordResults { sawRecordList = true }

@@ -31,15 +31,18 @@ extension RecordReader: RecordSource {
 
     public var bytesRead: Int { bytesConsumed }
 
-    /// Whether a record of a CloudKit `changes/zone` answer was read: each of its records is
-    /// the record's whole new version.
+    /// Whether a CloudKit changes answer was read: a record of a `changes/zone` answer's
+    /// `zones`, or a `records/changes` answer (records beside a `syncToken` or `moreComing`,
+    /// which may follow them: an answer of more records than a batch, which CloudKit's pages
+    /// never hold, is known as one only from the batch its `syncToken` is read in). Each of
+    /// their records is the record's whole new version.
     ///
     /// ```swift
     /// options.replacesWithWholeVersions = true   // RecordImporter.Options: asks the reader this
     /// _ = try await RecordImporter(database: database, options: options).run(from: reader)
     /// if reader.holdsWholeVersions { print("stored records were replaced by the answer's versions") }
     /// ```
-    public var holdsWholeVersions: Bool { readChangesAnswerRecord }
+    public var holdsWholeVersions: Bool { readChangesAnswerRecord || readChangesEnvelope }
 
     /// A `records/modify` operation that asks for another mode than `mode`
     /// (`"operationType": "forceReplace"` read for a `.forceUpdate` import) is rejected, naming

@@ -120,6 +120,9 @@ public final class RecordReader {
     var sawRecordList = false
     /// Whether a record inside a `changes/zone` answer's `zones` was read (``holdsWholeVersions``).
     var readChangesAnswerRecord = false
+    /// Whether an envelope said `syncToken` or `moreComing`: a `records/changes` answer
+    /// (``holdsWholeVersions``).
+    var readChangesEnvelope = false
 
     // CSV
     var csv: CSVLayout?

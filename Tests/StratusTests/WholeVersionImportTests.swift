@@ -23,6 +23,7 @@ struct WholeVersionImportTests {
 
     static func importing(_ data: Data, into database: Database, replacing: Bool? = nil) async throws -> (RecordImporter.Summary, RecordReader) {
         var options = RecordImporter.Options()
+        options.createsZones = true
         if let replacing { options.replacesWithWholeVersions = replacing }
         var readOptions = RecordReadOptions()
         readOptions.readsDeletions = true
@@ -54,6 +55,25 @@ struct WholeVersionImportTests {
             #expect(systemOnly.failed == 0)
             let kept = try await database.record(for: id)
             #expect(kept["title"] as? String == "hi" && kept.recordChangeTag == "t3")
+        }
+    }
+
+    @Test("a records/changes answer (records beside a syncToken or moreComing, before or after them) is whole versions too")
+    func recordsChangesAnswer() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.container().privateCloudDatabase
+            let id = Record.ID(recordName: "N1", zoneID: RecordZone.ID(zoneName: "RC"))
+            func answer(tag: String, fields: String, token: String) -> Data {
+                let record = #"{"recordName":"N1","recordType":"Note","fields":{\#(fields)},"recordChangeTag":"\#(tag)","created":{"timestamp":1735689600000,\#(Self.user)},"modified":{"timestamp":1735689600000,\#(Self.user)}}"#
+                return Data(#"{"zoneID":{"zoneName":"RC"},"records":[\#(record),{"recordName":"gone","deleted":true}],\#(token)}"#.utf8)
+            }
+            for token in [#""syncToken":"s1","moreComing":false"#, #""moreComing":true"#] {
+                _ = try await Self.importing(answer(tag: "t1", fields: Self.both, token: token), into: database, replacing: true)
+                let (replaced, reader) = try await Self.importing(answer(tag: "t2", fields: Self.titleOnly, token: token), into: database, replacing: true)
+                #expect(replaced.updated == 1 && reader.holdsWholeVersions, "\(token)")
+                let newest = try await database.record(for: id)
+                #expect(newest["pinned"] == nil && newest["title"] as? String == "hi" && newest.recordChangeTag == "t2", "\(token): the field CloudKit removed is gone")
+            }
         }
     }
 
