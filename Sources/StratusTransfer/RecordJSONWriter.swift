@@ -43,6 +43,15 @@ public enum RecordJSONWriter {
         /// options.writesEveryZoneID = true   // records of all zones in one file
         /// ```
         public var writesEveryZoneID = false
+        /// Whether every record's change tag, `created` and `modified` are written as the store
+        /// has them, also for a record whose JSON came without them (which is otherwise written
+        /// back without them): a backup or mirror that an administrator's import restores needs
+        /// the user who made each record, which the store knows and the JSON did not say.
+        ///
+        /// ```swift
+        /// options.writesEverySystemField = true   // stratus export --as-administrator
+        /// ```
+        public var writesEverySystemField = false
 
         /// Records as they are, assets by their store files.
         public init() {}
@@ -99,7 +108,7 @@ public enum RecordJSONWriter {
         out.append(",\"recordType\":")
         out.appendString(record.recordType)
         let (system, fields, encrypted, parent, extras) = record.contents
-        let absent = extras.absentKeys
+        let absent = options.writesEverySystemField && !extras.absentKeys.isEmpty ? extras.absentKeys.subtracting(Self.systemMembers) : extras.absentKeys
         if let tag = system.recordChangeTag, absent.isEmpty || !absent.contains("recordChangeTag") {
             out.append(",\"recordChangeTag\":")
             out.appendString(tag)
@@ -231,6 +240,11 @@ public enum RecordJSONWriter {
         }
         return written
     }
+
+    /// The members that say a record's system fields, with their parts.
+    private static let systemMembers: Set<String> = [
+        "recordChangeTag", "created", "created.timestamp", "created.userRecordName", "modified", "modified.timestamp", "modified.userRecordName",
+    ]
 
     private static func appendAuthorship(_ name: StaticString, _ date: Date?, _ user: Record.ID?, others: [String: String], absent: Set<String>,
                                          to out: inout ByteOutput) {

@@ -147,6 +147,8 @@ struct ChangesCommand: Command {
         // Every change names its zone, as every deletion does: a record imported without a
         // zoneID is still of this zone, and a mirror must put it there.
         jsonOptions.writesEveryZoneID = !store.zoneID.isDefault
+        // A mirror names who made each record, which its import as the administrator needs.
+        jsonOptions.writesEverySystemField = asAdministrator
         let feed = RecordZoneChangeFeed(database: database, zoneID: store.zoneID, desiredKeys: fields, batchSize: batchSize)
         Interruption.install { feed.cancel() }
         let progress = Progress(style: progressStyle, verb: "wrote")

@@ -127,6 +127,8 @@ struct ExportCommand: Command {
         writer.csvTimestampStyle = timestampStyle
         writer.jsonOptions.currentUserRecordName = store.scope == .public ? nil : try await database.currentUserRecordName()
         writer.jsonOptions.writesEveryZoneID = store.allZones
+        // A backup names who made each record, which a restore as the administrator needs.
+        writer.jsonOptions.writesEverySystemField = asAdministrator
         if let assetsDirectory {
             do {
                 writer.jsonOptions.assetFolder = try AssetExportFolder(directory: URL(fileURLWithPath: assetsDirectory, isDirectory: true))

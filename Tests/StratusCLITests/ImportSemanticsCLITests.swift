@@ -33,6 +33,32 @@ struct ImportSemanticsCLITests {
         }
     }
 
+    @Test("a backup (export --as-administrator) and a mirror (changes --as-administrator) of records whose CloudKit JSON named no creator name the user who made them, so their restore as the administrator takes every record", arguments: TestEngine.all)
+    func administratorBackupNamesCreators(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let answer = #"{"records":[{"recordName":"r1","recordType":"Item","fields":{"a":{"value":1,"type":"INT64"}},"recordChangeTag":"ck1"}]}"#
+            #expect(try await cli.run(["import", try cli.file("answer.json", answer)]).exitCode == 0)
+            let plain = try await cli.exported("Item")
+            #expect(plain["r1"]?["created"] == nil, "an export writes the record as it came: \(plain)")
+            let backup = try await cli.run(["export", "--type", "Item", "--as-administrator", "--quiet"])
+            let line = try JSONLine.object(backup.stdout)
+            let creator = (line["created"] as? [String: Any])?["userRecordName"] as? String
+            #expect(creator?.hasPrefix("_") == true && line["recordChangeTag"] as? String == "ck1", "\(backup.stdout)")
+            let restored = try await cli.newStore("restored.sqlite")
+            let restore = try await cli.run(["import", "--as-administrator", "--store", restored], stdin: backup.stdout)
+            #expect(restore.exitCode == 0 && restore.stderr.contains("imported 1"), "\(restore)")
+            let back = try await cli.exported("Item", extra: ["--store", restored, "--as-administrator"])
+            #expect((back["r1"]?["created"] as? [String: Any])?["userRecordName"] as? String == creator, "\(back)")
+
+            let feed = try await cli.run(["changes", "--token-file", store.path("mirror.token"), "--as-administrator", "--output", store.path("feed.ndjson")])
+            #expect(feed.exitCode == 0, "\(feed)")
+            let mirror = try await cli.newStore("mirror.sqlite")
+            let mirrored = try await cli.run(["import", store.path("feed.ndjson"), "--store", mirror, "--mode", "forceReplace", "--keep-system-records", "--as-administrator"])
+            #expect(mirrored.exitCode == 0 && mirrored.stderr.contains("imported 1"), "\(mirrored)")
+        }
+    }
+
     @Test("a restored record that gives its modification but not its creation is created then, not after it was modified", arguments: TestEngine.all)
     func creationFollowsAGivenModification(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
