@@ -81,7 +81,7 @@ public final class AssetExportFolder: @unchecked Sendable {
     /// - Throws: ``StratusError`` when the content cannot be read or written.
     public func export(_ asset: Asset) throws -> String? {
         guard let identifier = asset.storedIdentifier, let source = asset.contentURL else { return nil }
-        let name = asset.downloadURL != nil ? asset.fileChecksum.flatMap(AssetAttacher.checksumFileName) ?? identifier : identifier
+        let name = asset.downloadURL != nil || asset.hasCloudKitMetadata ? asset.fileChecksum.flatMap(AssetAttacher.checksumFileName) ?? identifier : identifier
         // Two contents wanting one name (a fileChecksum that is another content's name, or two
         // checksums that differ only where base64 and base64url do) cannot both be written: the
         // second would replace the first's bytes for every record naming the file.

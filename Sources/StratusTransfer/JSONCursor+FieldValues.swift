@@ -732,16 +732,20 @@ extension JSONCursor {
         }
         var metadata = Asset(downloadURL: nil, fileChecksum: texts["fileChecksum"], size: size, referenceChecksum: texts["referenceChecksum"],
                              wrappingKey: texts["wrappingKey"], receipt: texts["receipt"], otherMembers: others)
-        guard location.isPresent else {
+        if !location.isPresent {
             guard metadata.hasCloudKitMetadata else { throw fail(t, key, type, i, "has no downloadURL (a file path or CloudKit's URL) and no fileChecksum, receipt or other member of CloudKit's asset, so it names no content") }
-            return metadata
         }
-        let text = string(location)
-        if Self.isRemoteURL(text) {
+        let text = location.isPresent ? string(location) : nil
+        // Where a refusal points: the URL, or the asset of a records/modify answer, which has none.
+        let at = location.isPresent ? location : t
+        if let remote = text.flatMap({ Self.isRemoteURL($0) ? $0 : nil }) {
+            metadata = metadata.replacingMetadata({ var described = metadata.cloudKitMetadata; described.downloadURL = remote; return described }())
+        }
+        if text == nil || metadata.downloadURL != nil {
             // CloudKit's copy: kept as a reference with its metadata. Its content in the asset
-            // folder is read from there: named by its checksum (downloaded from CloudKit), else by
-            // the member Stratus's export writes for an asset that has no checksum.
-            metadata = metadata.replacingMetadata({ var described = metadata.cloudKitMetadata; described.downloadURL = text; return described }())
+            // folder is read from there: named by its checksum (downloaded from CloudKit, or
+            // attached), else by the member Stratus's export writes for an asset that has no
+            // checksum.
             let names = [(metadata.fileChecksum.flatMap(AssetAttacher.checksumFileName), "fileChecksum"),
                          (texts[AssetExportFolder.contentFileMember], AssetExportFolder.contentFileMember)]
             // Looked at without following links: a link is the confined open's to follow or
@@ -758,7 +762,7 @@ extension JSONCursor {
                 let candidate = directory.appendingPathComponent(name).path
                 let looked = context.followsAssetSymlinks && Self.staysInside(candidate, directory) ? stat(candidate, &info) : lstat(candidate, &info)
                 if let size, looked == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) != size {
-                    throw fail(location, key, type, i, "names by its \(member) the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
+                    throw fail(at, key, type, i, "names by its \(member) the file '\(name)' in the assets folder \(directory.path), which has \(info.st_size) bytes where the asset's size says \(size): another content")
                 }
                 // A file named by the member Stratus's export writes is named by its SHA-256.
                 return Asset(path: name, in: directory, followsSymlinks: context.followsAssetSymlinks, expectedDigest: member == AssetExportFolder.contentFileMember ? name : nil)
@@ -768,7 +772,7 @@ extension JSONCursor {
                 // Stratus's export names the file it wrote: its absence is lost content, not an
                 // asset whose content was never downloaded.
                 if let name = names[1].0 {
-                    throw fail(location, key, type, i, "names by its \(AssetExportFolder.contentFileMember) the file '\(name)', which is not in the assets folder \(directory.path): the export wrote the asset's content there, and it is missing; put the file back, or import without the folder to keep CloudKit's metadata alone")
+                    throw fail(at, key, type, i, "names by its \(AssetExportFolder.contentFileMember) the file '\(name)', which is not in the assets folder \(directory.path): the export wrote the asset's content there, and it is missing; put the file back, or import without the folder to keep CloudKit's metadata alone")
                 }
                 context.cache.cloudKitAssetsWithoutContent += 1
             }
@@ -777,7 +781,7 @@ extension JSONCursor {
         let source: Asset
         // A size beside a file named like a digest is what Stratus's exports write: the name
         // is then the content's SHA-256, checked as the content is read.
-        switch Self.localAsset(text, quoted: quoted(location), context: context, namesDigest: size != nil) {
+        switch Self.localAsset(text!, quoted: quoted(location), context: context, namesDigest: size != nil) {
         case .success(let asset): source = asset
         case .failure(let refusal): throw fail(location, key, type, i, refusal.message)
         }

@@ -366,13 +366,20 @@ public enum RecordJSONWriter {
                 out.appendString(localName)
             }
         } else if asset.otherMembers["downloadURL"] == nil {
-            if let localName {
+            if asset.hasCloudKitMetadata {
+                // CloudKit's asset without a URL (a records/modify answer's) stays CloudKit's,
+                // content attached or not: a folder holds its content under its checksum's name.
+                if let localName, asset.fileChecksum.flatMap(AssetAttacher.checksumFileName) != localName {
+                    member("stratusContentFile")
+                    out.appendString(localName)
+                }
+            } else if let localName {
                 member("downloadURL")
                 out.appendString(localName)
             } else if let url = asset.contentURL {
                 member("downloadURL")
                 out.appendString(url.absoluteString)
-            } else if !asset.hasCloudKitMetadata {
+            } else {
                 if out.problem == nil { out.problem = "field '\(field)' holds an asset without a file" }
                 member("downloadURL")
                 out.append("\"\"")

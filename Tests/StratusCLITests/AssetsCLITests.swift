@@ -409,6 +409,32 @@ struct AssetsCLITests {
         }
     }
 
+    @Test("a CloudKit asset without a downloadURL (a records/modify answer's), its content attached, exports as it came; --assets-dir names its file by its checksum, and an import with the folder takes the content", arguments: TestEngine.all)
+    func attachedAssetsWithoutURLStayCloudKits(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let content = patternBytes(count: 2_000, seed: 11)
+            let record = #"{"recordName":"p1","recordType":"Photo","fields":{"img":{"value":{"fileChecksum":"AaaA","size":2000,"receipt":"R1","wrappingKey":"d2s="},"type":"ASSETID"}},"recordChangeTag":"t1"}"#
+            #expect(try await cli.run(["import", try cli.file("modify-answer.ndjson", record + "\n"), "--database", "private"]).exitCode == 0)
+            _ = try store.writeFile("downloads/AaaA", content)
+            let attached = try await cli.run(["assets", "attach", store.path("downloads"), "--database", "private"])
+            #expect(attached.exitCode == 0 && attached.stderr.contains("attached 1"), "\(attached)")
+            let plain = try await cli.run(["export", "--type", "Photo", "--database", "private", "--quiet"])
+            #expect(Self.canonical(JSONLine.field(try JSONLine.object(plain.stdout), "img")?["value"]) == Self.canonical(JSONLine.field(try JSONLine.object(record), "img")?["value"]),
+                    "no downloadURL is added: \(plain.stdout)")
+
+            let folder = try await cli.run(["export", "--type", "Photo", "--database", "private", "--assets-dir", store.path("out"), "--output", store.path("out.ndjson"), "--quiet"])
+            #expect(folder.exitCode == 0, "\(folder)")
+            #expect(FileManager.default.contents(atPath: store.path("out/AaaA")) == content, "the content is named by its fileChecksum")
+            #expect(cli.read(store.path("out.ndjson")) == plain.stdout, "the JSON stays CloudKit's")
+            let mirror = try await cli.newStore("mirror")
+            let imported = try await cli.run(["import", store.path("out.ndjson"), "--assets-dir", store.path("out"), "--store", mirror, "--database", "private"])
+            #expect(imported.exitCode == 0 && !imported.stderr.contains("no file in the assets folder"), "\(imported)")
+            let got = try await cli.run(["assets", "get", "p1", "img", "--output", store.path("got.bin"), "--store", mirror, "--database", "private"])
+            #expect(got.exitCode == 0 && FileManager.default.contents(atPath: store.path("got.bin")) == content, "\(got)")
+        }
+    }
+
     @Test("CloudKit assets without a fileChecksum, their content attached: export --assets-dir then import --assets-dir carries the content (one field and a list)", arguments: TestEngine.all)
     func attachedAssetsWithoutChecksumTravel(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
