@@ -438,16 +438,19 @@ struct ImportCommand: Command {
         guard FileManager.default.fileExists(atPath: path) else { throw CommandFailure(.inputMissing, "the input file \(path) does not exist") }
         let handle = try ReadableFile.open(path, what: "input file")
         var status = stat()
+        let described = fstat(handle.fileDescriptor, &status) == 0
         // Before the store is opened (or created): a folder is no input file.
-        if fstat(handle.fileDescriptor, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+        if described, status.st_mode & S_IFMT == S_IFDIR {
             throw CommandFailure(.inputMissing, "the input \(path) is a folder; name an input file (or - for stdin)")
         }
-        if checkpointPath != nil, fstat(handle.fileDescriptor, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+        if checkpointPath != nil, described, status.st_mode & S_IFMT != S_IFREG {
             // A checkpoint counts the items of an input read again from its start: a pipe
             // (`<(zcat …)`, a FIFO) gives other data the next time, under the same name.
             throw UsageError(message: "--checkpoint needs an input that is a regular file; \(path) is \(status.st_mode & S_IFMT == S_IFIFO ? "a pipe" : "not a regular file"), which cannot be read again from its start")
         }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value
+        // The size of the file read, through a symbolic link too (a `latest.ndjson` link that a
+        // job points at each day's file): a checkpoint tells inputs apart by path and size.
+        let size = described && status.st_mode & S_IFMT == S_IFREG ? Int64(status.st_size) : nil
         return Input(handle: handle, identity: URL(fileURLWithPath: path).standardizedFileURL.path, size: size)
     }
 }

@@ -189,6 +189,35 @@ struct CheckpointCLITests {
         }
     }
 
+    @Test("an input named by a symbolic link (a latest.ndjson a job points at each day's file) is known by the size of the file it names: pointed at another file, the checkpoint is refused (64) and says the size changed; pointed back, the import goes on", arguments: TestEngine.all)
+    func checkpointThroughASymbolicLink(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            try await cli.createStore()
+            func lines(_ names: [String]) -> String { names.map { #"{"recordName":"\#($0)","recordType":"T","fields":{}}"# + "\n" }.joined() }
+            let first = try cli.file("day1.ndjson", lines(["a", "b", "c", "d"]))
+            let second = try cli.file("day2.ndjson", lines(["e", "f", "g", "h", "i", "j"]))
+            let latest = store.path("latest.ndjson")
+            try FileManager.default.createSymbolicLink(atPath: latest, withDestinationPath: first)
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: first)[.size] as? NSNumber).int64Value
+            // A run stopped after the first two items, as the file it names says.
+            let checkpoint = store.path("latest.checkpoint")
+            _ = try cli.file("latest.checkpoint", #"{"input":"\#(latest)","inputSize":\#(size),"committedItems":2}"#)
+
+            try FileManager.default.removeItem(atPath: latest)
+            try FileManager.default.createSymbolicLink(atPath: latest, withDestinationPath: second)
+            let refused = try await cli.run(["import", latest, "--checkpoint", checkpoint])
+            #expect(refused.exitCode == 64, "\(refused)")
+            #expect(refused.stderr.contains("when it was \(size) bytes (it is") && refused.stderr.contains("another input under that name"), "\(refused)")
+            #expect(try await cli.count("T") == 0, "nothing of the other file was skipped or written")
+
+            try FileManager.default.removeItem(atPath: latest)
+            try FileManager.default.createSymbolicLink(atPath: latest, withDestinationPath: first)
+            let resumed = try await cli.run(["import", latest, "--checkpoint", checkpoint])
+            #expect(resumed.exitCode == 0 && resumed.stderr.contains("imported 2"), "\(resumed)")
+        }
+    }
+
     @Test("a checkpoint that counts more settled items than the input holds (another input of the same size, or edited) is refused at the input's end: exit 64, not a success that imported nothing, and the checkpoint is kept", arguments: TestEngine.all)
     func checkpointPastTheInputsEnd(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -12,7 +12,7 @@ import Foundation
 ///
 /// ```swift
 /// let input = "/data/records.ndjson"
-/// let size = try FileManager.default.attributesOfItem(atPath: input)[.size] as? Int64
+/// let size = (try FileManager.default.attributesOfItem(atPath: input)[.size] as? NSNumber)?.int64Value   // a link's own size: resolve links first
 /// let checkpoint = try ImportCheckpointFile(path: "/var/lib/jobs/records.checkpoint", input: input, inputSize: size)
 /// let summary = try await RecordImporter(database: database).run(from: reader, checkpoint: checkpoint)
 /// ```
@@ -89,7 +89,10 @@ public final class ImportCheckpointFile: ImportCheckpointStore {
         guard let data = try file.contents(atMost: Self.maximumSize) else { return nil }
         let contents = try file.decodeCheckpoint(Contents.self, from: data, key: "input")
         guard contents.input == input && contents.inputSize == inputSize else {
-            throw file.refusal(.belongsToAnotherJob("the import of \(contents.input) (\(contents.inputSize ?? 0) bytes)"))
+            // The same name with another size: a file that changed, or a link pointed elsewhere.
+            let size = { (bytes: Int64?) in bytes.map { "\($0) bytes" } ?? "of unknown size" }
+            let grown = contents.input == input ? ", when it was \(size(contents.inputSize)) (it is \(size(inputSize)) now: another input under that name)" : " (\(size(contents.inputSize)))"
+            throw file.refusal(.belongsToAnotherJob("the import of \(contents.input)\(grown)"))
         }
         if let saved = contents.destination, let destination, saved != destination {
             // Going on elsewhere would skip, in the new destination, the items the earlier runs
