@@ -28,17 +28,31 @@ public final class AssetExportFolder: @unchecked Sendable {
     private let lock = NSLock()
     /// The names written by this folder object, with the stored content each holds.
     private var written: [String: String] = [:]
-    /// A write into the folder that failed (a full disk, the folder removed) since it was last
-    /// taken: the output's failure, not the record's.
-    private var outputFailure: RecordWriter.OutputError?
+    /// A failure that is not the record's since it was last taken: a write into the folder
+    /// that failed (a full disk, the folder removed), or stored content that cannot be read
+    /// whole (damaged or missing: the store's failure, which a record cannot mend).
+    private var outputFailure: (any Error)?
 
-    /// Keeps a failure to write into the folder, for ``takeOutputFailure()``.
-    func recordOutputFailure(_ failure: RecordWriter.OutputError) {
-        lock.withLock { if outputFailure == nil { outputFailure = failure } }
+    /// Keeps `failure` for ``takeOutputFailure()`` when it is not the record's: the output's
+    /// (``RecordWriter/OutputError``) or the store's (a ``StratusError`` other than
+    /// `invalidArguments`); answers whether it kept it.
+    @discardableResult
+    func recordFailureBeyondTheRecord(_ failure: any Error) -> Bool {
+        let beyond = failure is RecordWriter.OutputError || (failure as? StratusError).map { $0.code != .invalidArguments } == true
+        if beyond { lock.withLock { if outputFailure == nil { outputFailure = failure } } }
+        return beyond
     }
 
-    /// The failure to write into the folder since the last call, if any.
-    func takeOutputFailure() -> RecordWriter.OutputError? {
+    /// The failure of the folder's output or of the store since the last call, if any, the
+    /// store's naming `record`.
+    func takeFailure(writing record: Record) -> (any Error)? {
+        guard let failure = takeOutputFailure() else { return nil }
+        guard let stored = failure as? StratusError else { return failure }
+        return StratusError(stored.code, "record '\(Naming.shown(recordName: record.recordID.recordName))': \(stored.message)", recordID: record.recordID)
+    }
+
+    /// The failure of the folder's output or of the store since the last call, if any.
+    private func takeOutputFailure() -> (any Error)? {
         lock.withLock {
             defer { outputFailure = nil }
             return outputFailure

@@ -85,7 +85,7 @@ struct RecordEncoding: RecordBatchEncoder {
 
     private func appendJSON(_ record: Record, to out: inout ByteOutput) throws {
         RecordJSONWriter.append(record, options: jsonOptions, to: &out)
-        if let failure = jsonOptions.assetFolder?.takeOutputFailure() { throw failure }
+        if let failure = jsonOptions.assetFolder?.takeFailure(writing: record) { throw failure }
         if let problem = out.problem {
             throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': \(problem)", recordID: record.recordID)
         }
@@ -161,7 +161,7 @@ struct RecordEncoding: RecordBatchEncoder {
                     appendCSVValue(value, key: key, zone: record.recordID.zoneID, to: &out, cell: &cell)
                 }
             }
-            if let failure = jsonOptions.assetFolder?.takeOutputFailure() { throw failure }
+            if let failure = jsonOptions.assetFolder?.takeFailure(writing: record) { throw failure }
             if let problem = out.problem { throw fail(problem) }
         }
         out.append(0x0A)

@@ -94,7 +94,7 @@ public enum RecordJSONWriter {
         var out = ByteOutput()
         append(record, options: options, to: &out)
         // The asset folder could not be written: the output failed, not the record.
-        if let failure = options.assetFolder?.takeOutputFailure() { throw failure }
+        if let failure = options.assetFolder?.takeFailure(writing: record) { throw failure }
         if let problem = out.problem {
             throw StratusError(.invalidArguments, "record '\(record.recordID.recordName)': \(problem)", recordID: record.recordID)
         }
@@ -410,7 +410,7 @@ public enum RecordJSONWriter {
             do {
                 appendAsset(asset, field: field, localName: try folder.export(asset), to: &out)
             } catch {
-                if let failure = error as? RecordWriter.OutputError { folder.recordOutputFailure(failure) }
+                folder.recordFailureBeyondTheRecord((error as? StratusError).map { StratusError($0.code, "field '\(field)': \($0.message)") } ?? error)
                 if out.problem == nil { out.problem = "field '\(field)': \(error)" }
                 appendAsset(asset, field: field, to: &out)
             }
