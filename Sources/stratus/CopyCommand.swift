@@ -112,7 +112,15 @@ struct CopyCommand: Command {
         }
         for failure in summary.failures { StratusCommand.log("not copied: \(failure)") }
 
-        let comparisons = try await copier.compare()
+        let comparisons: [StoreCopier.ZoneComparison]
+        do {
+            comparisons = try await copier.compare()
+        } catch is CancellationError {
+            // The copy is whole; what a stop gives up is the comparison, which a run again does.
+            progress.finish("stopped while comparing the stores, after copying \(StoreReport.counted(summary.recordsCopied, "record")); \(checkpointPath.map { "run again with --checkpoint \($0) to compare them" } ?? "they were not compared")",
+                            json: ["copied": summary.recordsCopied])
+            return ExitCode.stopped(by: Interruption.signal)
+        }
         let differing = comparisons.filter { !$0.matches }
         for zone in differing {
             StratusCommand.log("zone \(zone.zone) differs: the source holds \(zone.source), the destination \(zone.destination)")

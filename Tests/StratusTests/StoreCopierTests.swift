@@ -169,8 +169,20 @@ struct StoreCopierTests {
             let resumed = try await StoreCopier(from: source, to: destination, batchSize: 100).run(checkpointStore: checkpoint)
             #expect(resumed.end == .finished && resumed.failures.isEmpty)
             #expect(resumed.recordsCopied == 1_000, "from item-00200 on: \(resumed)")
-            let comparisons = try await copier.compare()
+            // The first copier was cancelled: its comparison would stop at once.
+            let comparisons = try await StoreCopier(from: source, to: destination).compare()
             #expect(comparisons.count == 2 && comparisons.allSatisfy(\.matches), "\(comparisons)")
+        }
+    }
+
+    @Test("compare() of a cancelled copier stops with CancellationError (a signal does not wait for both stores to be read whole)")
+    func compareStopsWhenCancelled() async throws {
+        try await TemporaryStore.with { store in
+            let (source, destination) = try await Self.filledSourceAndEmptyDestination(store)
+            let copier = StoreCopier(from: source, to: destination)
+            #expect(try await copier.run().failures.isEmpty)
+            copier.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await copier.compare() }
         }
     }
 

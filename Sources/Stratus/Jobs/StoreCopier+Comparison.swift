@@ -16,7 +16,9 @@ extension StoreCopier {
     /// ```
     ///
     /// - Returns: one comparison per zone, in the source's order, then the destination's own.
-    /// - Throws: store errors (a zone missing from the destination counts as empty).
+    /// - Throws: store errors (a zone missing from the destination counts as empty);
+    ///   `CancellationError` once ``cancel()`` is called (a comparison reads both stores whole,
+    ///   which a signal must not have to wait for).
     public func compare() async throws -> [ZoneComparison] {
         let source = self.source, destination = self.destination
         let sourceInventory = try await Self.offThePool { try source.inventory() }
@@ -37,13 +39,13 @@ extension StoreCopier {
                 let key = ZoneKey(database: database, zone: zone.zone.zoneID)
                 let types = Set(zone.recordCounts.keys).union(destinationTypes[key] ?? [])
                 comparisons.append(ZoneComparison(
-                    zone: key, source: try await Self.digest(key, types: types, on: source),
-                    destination: try await Self.digest(key, types: types, on: destination)))
+                    zone: key, source: try await digest(key, types: types, on: source),
+                    destination: try await digest(key, types: types, on: destination)))
                 compared.insert(key)
             }
         }
         for key in destinationOrder where !compared.contains(key) {
-            comparisons.append(ZoneComparison(zone: key, source: ZoneDigest(), destination: try await Self.digest(key, types: destinationTypes[key] ?? [], on: destination)))
+            comparisons.append(ZoneComparison(zone: key, source: ZoneDigest(), destination: try await digest(key, types: destinationTypes[key] ?? [], on: destination)))
         }
         return comparisons
     }
@@ -101,14 +103,17 @@ extension StoreCopier {
     }
 
     /// The count and checksum of a zone's records of `types`; a missing zone is empty.
-    static func digest(_ key: ZoneKey, types: Set<String>, on engine: any StorageEngine) async throws -> ZoneDigest {
-        let database = database(of: key, on: engine)
+    ///
+    /// - Throws: store errors; `CancellationError` once the copier is cancelled.
+    func digest(_ key: ZoneKey, types: Set<String>, on engine: any StorageEngine) async throws -> ZoneDigest {
+        let database = Self.database(of: key, on: engine)
         var digest = ZoneDigest()
-        for type in types.sorted(by: precedes) {
+        for type in types.sorted(by: Self.precedes) {
             do {
                 for try await record in database.allRecords(matching: Query(recordType: type), inZoneWith: key.zoneID, pageSize: 1_000) {
+                    if isCancelled { throw CancellationError() }
                     digest.records += 1
-                    digest.checksum &+= checksum(of: record)
+                    digest.checksum &+= Self.checksum(of: record)
                 }
             } catch let error as StratusError where error.code == .zoneNotFound {
                 return ZoneDigest()
