@@ -260,6 +260,12 @@ struct StoreOptions {
             // An empty file (`touch`) is not a store either: a read must not make it one.
             throw CommandFailure(.inputMissing, "there is no store at \(location) (\(origin))\(existed ? ", only an empty file" : ""); \(missingStoreAdvice)")
         }
+        if !existed && origin == defaultStoreOrigin, let home = ProcessInfo.processInfo.environment["HOME"], !home.isEmpty,
+           location.hasPrefix(home.hasSuffix("/") ? home : home + "/"), !FileManager.default.fileExists(atPath: home) {
+            // A mistyped or missing HOME (a cron or service environment) would be made, with a
+            // new store in it that the job then reports success into.
+            throw CommandFailure(.cannotCreateOutput, "cannot make the default store at \(location): HOME is \(home), which does not exist; set HOME to a folder that exists, or name the store with --store or STRATUS_STORE")
+        }
         if !existed && origin != defaultStoreOrigin {
             // A named store's folder is not made: a mistyped folder (`/srv/stratsu/app.sqlite`)
             // made a new, empty store there, and the job reported success into it.

@@ -333,6 +333,13 @@ struct HostileSurroundingsCLITests {
             let home = store.path("home")
             let missing = try await cli.run(["count", "--type", "Note"], environment: ["STRATUS_STORE": "", "XDG_DATA_HOME": "", "HOME": home])
             #expect(missing.exitCode == 66 && missing.stderr.contains(home + "/.local/share/stratus/default.sqlite"), "\(missing)")
+            // An import would make the default store: not in a HOME that does not exist.
+            let homeless = try await cli.run(["import", "--quiet"], stdin: Input.notes(1), environment: ["STRATUS_STORE": "", "XDG_DATA_HOME": "", "HOME": home])
+            #expect(homeless.exitCode == 73 && homeless.stderr.contains("HOME is \(home), which does not exist"), "\(homeless)")
+            #expect(!FileManager.default.fileExists(atPath: home), "no HOME was made")
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
+            let homed = try await cli.run(["import", "--quiet"], stdin: Input.notes(1), environment: ["STRATUS_STORE": "", "XDG_DATA_HOME": "", "HOME": home])
+            #expect(homed.exitCode == 0 && FileManager.default.fileExists(atPath: home + "/.local/share/stratus/default.sqlite"), "\(homed)")
 
             let help = try await cli.run(["help", "--help"])
             #expect(help.exitCode == 0 && help.stdout.contains("stratus"), "\(help)")
