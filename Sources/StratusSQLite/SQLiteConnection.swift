@@ -353,7 +353,9 @@ final class SQLiteConnection {
         case SQLITE_FULL:
             return StratusError(.quotaExceeded, "the disk holding the store at \(path) is full: \(message)")
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
-            return StratusError(.permissionFailure, "the store at \(path) cannot be written (\(message)): writing needs write access to the file and its folder")
+            // What access is missing, where it can be told (a log file a reader left unwritable).
+            let missing = SQLiteEngine.missingAccessToWrite(path).map { "; \($0)" } ?? ""
+            return StratusError(.permissionFailure, "the store at \(path) cannot be written (\(message)): writing needs write access to the file and its folder\(missing)")
         case SQLITE_CORRUPT, SQLITE_NOTADB:
             return StratusError(.badDatabase, "the store at \(path) is damaged or is not a Stratus store (SQLite: \(message))")
         case SQLITE_CANTOPEN:

@@ -416,6 +416,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         }
         for reader in readers { reader.close(foldingLog: foldingLog) }
         writerLock.withLock { writer.close(foldingLog: foldingLog) }
+        if isReadOnly { Self.leaveLogFilesWritableByTheirOwner(path) }
     }
 
     /// Whether ``close()`` closed the store (``SQLiteEngine/shared(path:)`` then opens it anew).
@@ -454,7 +455,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
     /// none when the file or the log at the store's path is no longer the writer's (a restore
     /// put another in place, whose contents the old log's pages would overwrite).
     func foldLog() {
-        guard !isReadOnly else { return }
+        guard !isReadOnly else { return Self.leaveLogFilesWritableByTheirOwner(path) }
         writerLock.withLock {
             guard !writerClosed else { return }
             // Only the log this connection knows is its own, at the path, into the file it

@@ -65,6 +65,28 @@ struct ReadOnlyStoreCLITests {
     }
 
     // SQLite only: file modes, -wal and -shm; the PostgreSQL counterpart is rolesWithoutPrivileges.
+    @Test("a read of a store its owner made read-only (chmod 444 during a backup) leaves the log files it made writable by their owner: the owner's next write, once the store is writable again, works (found by an operator tester)")
+    func readerLeavesLogFilesWritable() async throws {
+        try Self.requireOtherUser()
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            chmod(store.directory.path, 0o777)
+            let path = store.path("owned-by-nobody.sqlite")
+            #expect(try await Self.asNobody(cli, ["import", "--quiet"], store: path, stdin: Input.notes(3)).exitCode == 0)
+            chmod(path, 0o444)
+            let read = try await Self.asNobody(cli, ["count", "--type", "Note"], store: path)
+            #expect(read.exitCode == 0 && read.stdout == "3\n", "\(read)")
+            for file in [path + "-wal", path + "-shm"] where cli.exists(file) {
+                let mode = ((try? FileManager.default.attributesOfItem(atPath: file)[.posixPermissions]) as? NSNumber)?.intValue ?? 0
+                #expect(mode & 0o200 != 0, "\(file) is writable by its owner: \(String(mode, radix: 8))")
+            }
+            chmod(path, 0o644)
+            let write = try await Self.asNobody(cli, ["import", "--quiet"], store: path, stdin: Input.notes(2, prefix: "more"))
+            #expect(write.exitCode == 0, "\(write)")
+            #expect(try await Self.asNobody(cli, ["count", "--type", "Note"], store: path).stdout == "5\n")
+        }
+    }
+
     @Test("no write access: without a writer, reads fail with 77 naming the missing access; while a writer has it open, reads work read-only; writes fail with 77 and change nothing")
     func readOnlyStore() async throws {
         try Self.requireOtherUser()
