@@ -44,7 +44,23 @@ final class SQLiteAssetStore: AssetContentStore, @unchecked Sendable {
     var localDirectory: URL { engine.assetsDirectory }
 
     func beginUpload(holder: String) throws -> any AssetUpload {
-        try LocalAssetUpload.create(in: uploadDirectory, holder: holder)
+        try makeAssetsFolder()
+        return try LocalAssetUpload.create(in: uploadDirectory, holder: holder)
+    }
+
+    /// The store's asset folder, made (when missing) for the store file's owner when root makes
+    /// it: the folders and files made in it then take that owner too
+    /// (``FileDescriptor/inheritFolderOwner(_:)``), so that a root job's import leaves content
+    /// the store's user can read.
+    private func makeAssetsFolder() throws {
+        let folder = localDirectory.path
+        try Self.fileError("create the asset folder \(folder)") { () throws(POSIXFailure) in
+            try FileDescriptor.makePrivateDirectory(localDirectory)
+        }
+        guard geteuid() == 0 else { return }
+        var store = stat(), made = stat()
+        guard stat(engine.path, &store) == 0, store.st_uid != 0, lstat(folder, &made) == 0, made.st_uid == 0 else { return }
+        _ = lchown(folder, store.st_uid, store.st_gid)
     }
 
     func hold(_ identifiers: Set<String>, holder: String) throws -> Set<String> {
@@ -67,6 +83,7 @@ final class SQLiteAssetStore: AssetContentStore, @unchecked Sendable {
     func commit(_ uploads: [(upload: any AssetUpload, identifier: String)]) throws {
         guard !uploads.isEmpty else { return }
         defer { for (upload, _) in uploads { upload.abandon() } }
+        try makeAssetsFolder()
         try Self.fileError("create the content folder \(contentDirectory.path)") { () throws(POSIXFailure) in
             try FileDescriptor.makePrivateDirectory(contentDirectory)
         }

@@ -87,6 +87,26 @@ struct ReadOnlyStoreCLITests {
         }
     }
 
+    @Test("root importing assets into another user's store leaves the asset folders and content to the store's owner: the owner reads the content and check passes (found by an operator tester)")
+    func rootWritesAssetsForTheOwner() async throws {
+        try Self.requireOtherUser()
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store)
+            chmod(store.directory.path, 0o777)
+            let path = store.path("owned-by-nobody.sqlite")
+            #expect(try await Self.asNobody(cli, ["import", "--quiet"], store: path, stdin: Input.notes(1)).exitCode == 0)
+            let content = Data((0..<3_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            _ = try store.writeFile("root-assets/photo.bin", content)
+            let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"}}}"#
+            let imported = try await cli.run(["import", "--store", path, "--assets-dir", store.path("root-assets"), "--quiet"], stdin: line + "\n")
+            #expect(imported.exitCode == 0, "\(imported)")
+            let got = try await Self.asNobody(cli, ["assets", "get", "pic", "image", "--output", store.path("got.bin")], store: path)
+            #expect(got.exitCode == 0 && FileManager.default.contents(atPath: store.path("got.bin")) == content, "\(got)")
+            let check = try await Self.asNobody(cli, ["check"], store: path)
+            #expect(check.exitCode == 0 && check.stdout == "ok\n", "\(check)")
+        }
+    }
+
     @Test("no write access: without a writer, reads fail with 77 naming the missing access; while a writer has it open, reads work read-only; writes fail with 77 and change nothing")
     func readOnlyStore() async throws {
         try Self.requireOtherUser()

@@ -62,6 +62,7 @@ final class AssetHolder: @unchecked Sendable {
             // name unlocked while the holder lives.
             let temporary = folder.appendingPathComponent(".\(name).new")
             lock = try FileDescriptor.open(temporary.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+            FileDescriptor.inheritFolderOwner(temporary.path)
             guard flock(lock.raw, LOCK_EX | LOCK_NB) == 0 else { throw POSIXFailure(errno: errno, operation: "flock") }
             guard rename(temporary.path, folder.appendingPathComponent("\(name).lock").path) == 0 else { throw POSIXFailure(errno: errno, operation: "rename") }
         } catch {

@@ -33,7 +33,10 @@ package final class LocalAssetUpload: AssetUpload {
         let url = folder.appendingPathComponent("\(holder)-\(number).partial")
         do throws(POSIXFailure) {
             try FileDescriptor.makePrivateDirectory(folder)
-            return LocalAssetUpload(url: url, file: try FileDescriptor.open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600))
+            let file = try FileDescriptor.open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+            // The content this file becomes is the store's user's to read.
+            FileDescriptor.inheritFolderOwner(url.path)
+            return LocalAssetUpload(url: url, file: file)
         } catch {
             throw error.storeError("create the asset upload \(url.path)")
         }

@@ -145,13 +145,30 @@ package final class FileDescriptor {
         return true
     }
 
+    /// When this process is root, gives `path`, which it just made, the owner of its folder when
+    /// that is another user, as SQLite gives its log files the store file's owner: root writing
+    /// into another user's store (a root cron job, `sudo stratus import`) must leave folders that
+    /// user can enter and files it can read.
+    ///
+    /// ```swift
+    /// let file = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+    /// FileDescriptor.inheritFolderOwner(path)
+    /// ```
+    package static func inheritFolderOwner(_ path: String) {
+        guard geteuid() == 0 else { return }
+        var folder = stat(), item = stat()
+        let parent = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard lstat(parent, &folder) == 0, folder.st_uid != 0, lstat(path, &item) == 0, item.st_uid == 0 else { return }
+        _ = lchown(path, folder.st_uid, folder.st_gid)
+    }
+
     /// Creates `url` (and missing parents) as folders private to this user (0700), and makes an
     /// existing `url` private too: Stratus's own folders hold copies of private data.
     ///
     /// - Throws: ``POSIXFailure`` with `errno`.
     package static func makePrivateDirectory(_ url: URL) throws(POSIXFailure) {
         let path = url.path
-        if mkdir(path, 0o700) == 0 { return }
+        if mkdir(path, 0o700) == 0 { return inheritFolderOwner(path) }
         switch errno {
         case EEXIST:
             var info = stat()
@@ -160,7 +177,8 @@ package final class FileDescriptor {
             if info.st_mode & 0o077 != 0 && chmod(path, 0o700) != 0 { throw POSIXFailure(errno: errno, operation: "chmod") }
         case ENOENT:
             try makePrivateDirectory(url.deletingLastPathComponent())
-            if mkdir(path, 0o700) != 0 && errno != EEXIST { throw POSIXFailure(errno: errno, operation: "mkdir") }
+            if mkdir(path, 0o700) == 0 { return inheritFolderOwner(path) }
+            if errno != EEXIST { throw POSIXFailure(errno: errno, operation: "mkdir") }
         default:
             throw POSIXFailure(errno: errno, operation: "mkdir")
         }
