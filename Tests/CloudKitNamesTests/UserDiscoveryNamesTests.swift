@@ -91,6 +91,19 @@ import Testing
             #expect(fetch.userIdentityLookupInfos?.count == 1)
             let root = try await database.record(for: list.recordID)
             #expect((root.value(forKey: CKRecord.SystemFieldKey.share) as? CKRecord.Reference)?.recordID == share.recordID)
+            // Apps find a root's share by its system key, as a CKRecord answers it, and ask for it in desiredKeys.
+            #expect((root[CKRecord.SystemFieldKey.share] as? CKRecord.Reference)?.recordID == share.recordID)
+            #expect((root.object(forKey: CKRecord.SystemFieldKey.share) as? CKRecord.Reference)?.recordID == share.recordID)
+            let desired = try await database.records(matching: CKQuery(recordType: "List", predicate: NSPredicate(value: true)), inZoneWith: zone.zoneID,
+                                                     desiredKeys: ["name", CKRecord.SystemFieldKey.share, CKRecord.SystemFieldKey.parent])
+            let listed = try #require(try desired.matchResults.first { $0.0 == list.recordID }?.1.get())
+            #expect(listed.share?.recordID == share.recordID)
+            let fetchedWithKeys = try await database.records(for: [list.recordID], desiredKeys: [CKRecord.SystemFieldKey.share])
+            #expect(try fetchedWithKeys[list.recordID]?.get().share?.recordID == share.recordID)
+            let child = CKRecord(recordType: "Item", recordID: CKRecord.ID(recordName: "milk", zoneID: zone.zoneID))
+            child[CKRecord.SystemFieldKey.parent] = CKRecord.Reference(record: root, action: .none)
+            #expect(child.parent?.recordID == list.recordID && (child[CKRecord.SystemFieldKey.parent] as? CKRecord.Reference)?.recordID == list.recordID)
+            #expect(child.allKeys().isEmpty, "the parent is no field")
 
             // A second share, accepted with the batched call.
             let chores = try await database.save(CKRecord(recordType: "List", recordID: CKRecord.ID(recordName: "chores", zoneID: zone.zoneID)))

@@ -274,6 +274,9 @@ extension EngineConformance {
         #expect(fetched.parent?.recordID == lists[2].recordID)
         #expect(fetched.share == nil, "a field named share is no share")
         #expect((fetched.value(forKey: "parent") as? Record.Reference)?.recordID == lists[2].recordID, "key-value coding finds the property first, as on CKRecord")
+        // Queries on a record's share are not answered: said so, not as a misspelt field name.
+        let onShare = stratusError(await caughtError { try await TestDatabase.queryAll(try query("Entry", "%K == %@", [Record.SystemFieldKey.share, first.recordName]), in: database) })
+        #expect(onShare?.code == .invalidArguments && onShare?.message.contains("queries on a record's share") == true, "\(String(describing: onShare))")
     }
 
     static func typeMismatchNeverMatches(_ env: Environment) async throws {

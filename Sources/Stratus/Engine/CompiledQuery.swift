@@ -32,7 +32,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
     public init(_ query: Query, zoneID: RecordZone.ID, desiredKeys: [String]?) throws {
         try Naming.checkRecordType(query.recordType, allowSystemNames: true)
         try Naming.checkZoneName(zoneID.zoneName)
-        if let desiredKeys { for key in desiredKeys { try Naming.checkIdentifier(key, kind: "desired key") } }
+        if let desiredKeys { for key in desiredKeys { try Naming.checkDesiredKey(key) } }
         self.recordType = query.recordType
         self.zoneID = zoneID
         self.predicate = try CompiledQuery.normalize(query.predicate)
@@ -41,7 +41,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         try CompiledQuery.checkSortKeyCount(query.sortDescriptors?.count ?? 0)
         self.sortKeys = try (query.sortDescriptors ?? []).map { descriptor in
             let key = descriptor.queryKey
-            if case .field(let name) = key { try Naming.checkIdentifier(name, kind: "sort key") }
+            if case .field(let name) = key { try Self.checkFieldName(name, kind: "sort key") }
             if descriptor.distanceFrom != nil, case .field = key {} else if descriptor.distanceFrom != nil {
                 throw StratusError(.invalidArguments, "distance sort needs a LOCATION field, not '\(descriptor.key)'")
             }
@@ -62,9 +62,9 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
     public func validate() throws {
         try Naming.checkRecordType(recordType, allowSystemNames: true)
         try Naming.checkZoneName(zoneID.zoneName)
-        if let desiredKeys { for key in desiredKeys { try Naming.checkIdentifier(key, kind: "desired key") } }
+        if let desiredKeys { for key in desiredKeys { try Naming.checkDesiredKey(key) } }
         for sortKey in sortKeys {
-            if case .field(let name) = sortKey.key { try Naming.checkIdentifier(name, kind: "sort key") }
+            if case .field(let name) = sortKey.key { try Self.checkFieldName(name, kind: "sort key") }
         }
         guard try CompiledQuery.normalize(predicate) == predicate else {
             throw StratusError(.invalidArguments, "the query's predicate is not in normal form")
@@ -142,7 +142,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
     }
 
     private static func check(_ condition: Condition) throws {
-        func key(_ k: QueryKey) throws { if case .field(let name) = k { try Naming.checkIdentifier(name, kind: "field name") } }
+        func key(_ k: QueryKey) throws { if case .field(let name) = k { try checkFieldName(name, kind: "field name") } }
         func value(_ v: FieldValue) throws {
             switch v {
             case .double(let d) where !d.isFinite:
@@ -180,7 +180,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         case .tokens: break
         case .distance(let k, let origin, _, let km):
             guard case .field(let name) = k else { throw StratusError(.invalidArguments, "distanceToLocation needs a LOCATION field, not \(k)") }
-            try Naming.checkIdentifier(name, kind: "field name")
+            try checkFieldName(name, kind: "field name")
             guard km.isFinite else { throw StratusError(.invalidArguments, "a distance must be a finite number of kilometres") }
             guard origin.isFinite else { throw StratusError(.invalidArguments, "distanceToLocation's location must have finite coordinates") }
             try checkPlace(origin, "distanceToLocation's location")
@@ -227,7 +227,17 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
 
     private static func listKey(_ key: QueryKey) throws {
         guard case .field(let name) = key else { throw StratusError(.invalidArguments, "\(key) is not a list field") }
-        try Naming.checkIdentifier(name, kind: "field name")
+        try checkFieldName(name, kind: "field name")
+    }
+
+    /// A field name in a predicate or sort: an identifier. CloudKit's key for a record's share
+    /// is one no field can have, and one Stratus's queries do not answer: said so, rather than
+    /// as a misspelt name.
+    static func checkFieldName(_ name: String, kind: String) throws {
+        if name == Record.SystemFieldKey.share {
+            throw StratusError(.invalidArguments, "queries on a record's share (\(name), CKRecord.SystemFieldKey.share) are not answered by this version of Stratus; a share's root is the record whose share it is: fetch the share's root by its ID, or read Record.share of the records a query on other keys returns")
+        }
+        try Naming.checkIdentifier(name, kind: kind)
     }
 
     /// A stable identity of what the query matches and in which order (not which keys it returns).

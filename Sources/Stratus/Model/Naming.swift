@@ -81,6 +81,20 @@ public enum Naming {
         }
     }
 
+    /// Checks a key of `desiredKeys`: an identifier, or CloudKit's key for a record's parent or
+    /// share (``Record/SystemFieldKey``, `___parent`, `___share`), which apps name to ask for
+    /// them (a record comes with both whatever keys are desired).
+    ///
+    /// ```swift
+    /// try Naming.checkDesiredKey(Record.SystemFieldKey.share)
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming the key.
+    public static func checkDesiredKey(_ key: String) throws(StratusError) {
+        if key == Record.SystemFieldKey.parent || key == Record.SystemFieldKey.share { return }
+        try checkIdentifier(key, kind: "desired key")
+    }
+
     /// Checks a field key: an identifier that is not a reserved system field name; with
     /// `allowSystemNames` also the dotted keys of CloudKit's own records (`cloudkit.title`).
     public static func checkFieldKey(_ key: String, allowSystemNames: Bool = false) throws(StratusError) {

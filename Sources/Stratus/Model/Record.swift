@@ -340,10 +340,50 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
     /// record["count"] = 2
     /// let count = record["count"] as? Int          // 2
     /// let ratio = record["count"] as? Double       // 2.0, as in CloudKit
+    /// let share = root[Record.SystemFieldKey.share] as? Record.Reference
     /// ```
+    ///
+    /// CloudKit's keys for the record's parent and share (``SystemFieldKey``, `___parent` and
+    /// `___share`, which no field name can be) read ``parent`` and ``share``, as `CKRecord`'s
+    /// do; setting `___parent` sets the parent.
+    ///
+    /// - Precondition: a value set for `___parent` is a ``Reference``; `___share` is not set
+    ///   (a record's share is the share saved with it as root), as CloudKit raises for both.
     public final subscript(key: FieldKey) -> (any RecordValueProtocol)? {
-        get { fieldValue(forKey: key)?.objectValue }
-        set { setFieldValue(newValue?.fieldValue, forKey: key) }
+        get {
+            // No field name starts with `_`: one byte keeps the system keys off every field's read.
+            if key.utf8.first == UInt8(ascii: "_") { return systemValue(forKey: key) }
+            return fieldValue(forKey: key)?.objectValue
+        }
+        set {
+            if key.utf8.first == UInt8(ascii: "_"), setSystemValue(newValue, forKey: key) { return }
+            setFieldValue(newValue?.fieldValue, forKey: key)
+        }
+    }
+
+    /// The parent or share for their ``SystemFieldKey``, else the field (which no name that
+    /// starts with `_` is).
+    private final func systemValue(forKey key: FieldKey) -> (any RecordValueProtocol)? {
+        switch key {
+        case SystemFieldKey.parent: parent
+        case SystemFieldKey.share: share
+        default: fieldValue(forKey: key)?.objectValue
+        }
+    }
+
+    /// Sets the parent for its ``SystemFieldKey``; answers whether `key` was a system key.
+    private final func setSystemValue(_ value: (any RecordValueProtocol)?, forKey key: FieldKey) -> Bool {
+        switch key {
+        case SystemFieldKey.parent:
+            guard let value else { parent = nil; return true }
+            guard let reference = value as? Reference else { preconditionFailure("the value for \(key) (the record's parent) is a \(type(of: value)), not a Record.Reference") }
+            parent = reference
+            return true
+        case SystemFieldKey.share:
+            preconditionFailure("\(key) (the record's share) cannot be set: a record's share is the Share saved with the record as its root")
+        default:
+            return false
+        }
     }
 
     /// The value of a field as a given type, or `nil` when the record has no such field or its
@@ -355,6 +395,7 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
     /// ```
     public final subscript<T: RecordValueProtocol>(key: FieldKey) -> T? {
         get {
+            if key.utf8.first == UInt8(ascii: "_") { return systemValue(forKey: key) as? T }
             guard let value = fieldValue(forKey: key) else { return nil }
             // A value read as its own type is itself: no `NSNumber` on the way (a transform
             // over a million records reads a few values from each).
@@ -365,7 +406,10 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
             default: return value.objectValue as? T
             }
         }
-        set { setFieldValue(newValue?.fieldValue, forKey: key) }
+        set {
+            if key.utf8.first == UInt8(ascii: "_"), setSystemValue(newValue, forKey: key) { return }
+            setFieldValue(newValue?.fieldValue, forKey: key)
+        }
     }
 
     /// The typed value of a field, or `nil` when the record has no such field.

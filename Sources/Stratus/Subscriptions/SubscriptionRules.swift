@@ -75,7 +75,7 @@ enum SubscriptionRules {
         guard let info = subscription.notificationInfo else {
             throw invalid("it has no notificationInfo; CloudKit requires one before a save (NotificationInfo() when it needs none of its texts)")
         }
-        for key in info.desiredKeys ?? [] { try Naming.checkIdentifier(key, kind: "desired key") }
+        for key in info.desiredKeys ?? [] { try Naming.checkDesiredKey(key) }
         var definition = subscription.definition
         switch subscription {
         case let query as QuerySubscription:

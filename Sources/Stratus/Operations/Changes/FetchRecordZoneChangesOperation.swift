@@ -201,7 +201,7 @@ open class FetchRecordZoneChangesOperation: DatabaseOperation, RecordProducingOp
         in zoneID: RecordZone.ID, configuration: ZoneConfiguration, engine: any StorageEngine, context: DatabaseContext, delivered: inout Int
     ) throws {
         try ZoneRules.checkZoneID(zoneID, context)
-        if let keys = configuration.desiredKeys { for key in keys { try Naming.checkIdentifier(key, kind: "desired key") } }
+        if let keys = configuration.desiredKeys { for key in keys { try Naming.checkDesiredKey(key) } }
         let batchSize = try Self.changeBatchSize(configuration.resultsLimit, default: Self.defaultResultsLimit,
                                                  setting: "the resultsLimit of zone '\(zoneID.zoneName)'s configuration")
         let clientToken = ClientChangeTokens.shared.token(for: zoneID, context: context, store: store)

@@ -123,7 +123,7 @@ open class FetchRecordsOperation: DatabaseOperation, RecordProducingOperation, @
             }
             ids = [me]
         }
-        if let desiredKeys { for key in desiredKeys { try Naming.checkIdentifier(key, kind: "desired key") } }
+        if let desiredKeys { for key in desiredKeys { try Naming.checkDesiredKey(key) } }
         var errors: [Record.ID: StratusError] = [:]
         var done = 0
         var reads = RecordReadCheck(engine: engine, context: context)
