@@ -134,6 +134,30 @@ struct ConflictResolutionTests {
         }
     }
 
+    @Test("the ancestor of a conflict holds the parent the client's copy was fetched with, not the move the client made", arguments: TestEngine.all)
+    func ancestorKeepsTheFetchedParent(engine: TestEngine) async throws {
+        try await withContainer(on: engine) { container in
+            let database = container.privateCloudDatabase
+            let zone = try await database.save(RecordZone(zoneName: "Folders"))
+            let folders = ["a", "b"].map { Record(recordType: "Folder", recordID: Record.ID(recordName: $0, zoneID: zone.zoneID)) }
+            let doc = Record(recordType: "Doc", recordID: Record.ID(recordName: "doc", zoneID: zone.zoneID))
+            doc.setParent(folders[0])
+            doc["title"] = "v1"
+            _ = try await database.modifyRecords(saving: folders + [doc], deleting: [])
+            let mine = try await database.record(for: doc.recordID)
+            let theirs = try await database.record(for: doc.recordID)
+            theirs["title"] = "theirs"
+            _ = try await database.save(theirs)
+            mine.setParent(folders[1])
+            let refused = await caughtError { try await database.save(mine) }
+            let conflict = try #require(stratusError(refused))
+            #expect(conflict.code == .serverRecordChanged, "\(conflict)")
+            #expect(conflict.ancestorRecord?.parent?.recordID.recordName == "a", "the parent as fetched")
+            #expect(conflict.clientRecord?.parent?.recordID.recordName == "b" && conflict.serverRecord?.parent?.recordID.recordName == "a")
+            #expect(conflict.ancestorRecord?["title"] as? String == "v1")
+        }
+    }
+
     @Test("save policies on a stale copy: changedKeys writes only what changed, allKeys every key the record holds (no more), ifServerRecordUnchanged refuses", arguments: TestEngine.all)
     func savePolicies(engine: TestEngine) async throws {
         try await withContainer(on: engine) { container in

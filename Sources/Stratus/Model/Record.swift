@@ -60,6 +60,9 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
         /// The values as the store returned them, kept at the first change of a stored record,
         /// so that a conflict can report the ancestor the client's change was based on.
         var baseFields: [String: FieldValue]?
+        /// The parent as the store returned it, kept at the parent's first change of a stored
+        /// record (`.some(nil)`: it had none), for the same ancestor.
+        var baseParent: Reference??
         /// The user record name of the caller a store handed the record to (see
         /// ``Record/creatorUserRecordID``), or `nil` for a record no store handed out.
         var viewer: String?
@@ -303,7 +306,12 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
         get { state.withLock { $0.parent } }
         set {
             let parent = newValue.map { $0.action == .none ? $0 : Reference(recordID: $0.recordID, action: .none) }
-            state.withLock { $0.parent = parent; $0.parentChanged = true; $0.extras.members["parent"] = nil }
+            state.withLock {
+                if $0.baseParent == nil && $0.system.recordChangeTag != nil { $0.baseParent = .some($0.parent) }
+                $0.parent = parent
+                $0.parentChanged = true
+                $0.extras.members["parent"] = nil
+            }
         }
     }
 
@@ -317,7 +325,7 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
             return Record(recordType: recordType, recordID: recordID).presented(to: snapshot.viewer)
         }
         return Record.stored(recordType: recordType, recordID: recordID, systemFields: snapshot.system,
-                             fields: snapshot.baseFields ?? snapshot.fields, parent: snapshot.parent, encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
+                             fields: snapshot.baseFields ?? snapshot.fields, parent: snapshot.baseParent ?? snapshot.parent, encryptedKeys: snapshot.encrypted, jsonExtras: snapshot.extras)
             .presented(to: snapshot.viewer)
     }
 
@@ -571,6 +579,7 @@ public class Record: NSObject, NSCopying, @unchecked Sendable {
                                    encryptedKeys: snapshot.encrypted, jsonExtras: extrasHoldingSharing(snapshot.extras))
         record.state.withLock {
             $0.baseFields = snapshot.baseFields
+            $0.baseParent = snapshot.baseParent
             $0.changed = snapshot.changed
             $0.changedSet = snapshot.changedSet
             $0.parentChanged = snapshot.parentChanged
