@@ -366,10 +366,11 @@ public enum RecordJSONWriter {
                 out.appendString(localName)
             }
         } else if asset.otherMembers["downloadURL"] == nil {
-            if asset.hasCloudKitMetadata {
-                // CloudKit's asset without a URL (a records/modify answer's) stays CloudKit's,
-                // content attached or not: a folder holds its content under its checksum's name.
-                if let localName, asset.fileChecksum.flatMap(AssetAttacher.checksumFileName) != localName {
+            if let localName, asset.hasCloudKitMetadata {
+                // CloudKit's asset without a URL (a records/modify answer's) stays CloudKit's
+                // beside a folder, which holds its content under its checksum's name. A plain
+                // export names the store's content file, which a restore reads.
+                if asset.fileChecksum.flatMap(AssetAttacher.checksumFileName) != localName {
                     member("stratusContentFile")
                     out.appendString(localName)
                 }
@@ -379,7 +380,7 @@ public enum RecordJSONWriter {
             } else if let url = asset.contentURL {
                 member("downloadURL")
                 out.appendString(url.absoluteString)
-            } else {
+            } else if !asset.hasCloudKitMetadata {
                 if out.problem == nil { out.problem = "field '\(field)' holds an asset without a file" }
                 member("downloadURL")
                 out.append("\"\"")
