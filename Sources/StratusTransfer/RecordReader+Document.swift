@@ -305,10 +305,11 @@ extension RecordReader {
             return .skipped
         }
         keys.names.insert(Array(keyText.utf8))
-        if kind == .envelope && (keyText == "syncToken" || keyText == "moreComing") { readChangesEnvelope = true }
+        if kind == .envelope && (keyText == "syncToken" || keyText == "moreComing") { envelopeSaidChanges = true }
         switch member {
         case .open(let child):
             if child == .records || child == .operations || child == .recordResults { sawRecordList = true }
+            if child == .records && kind == .envelope { envelopeHeldRecords = true }
             frames.append(Frame(kind: child))
         case .continuationMarker(let text):
             continuationMarker = text

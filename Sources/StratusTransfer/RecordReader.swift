@@ -120,9 +120,12 @@ public final class RecordReader {
     var sawRecordList = false
     /// Whether a record inside a `changes/zone` answer's `zones` was read (``holdsWholeVersions``).
     var readChangesAnswerRecord = false
-    /// Whether an envelope said `syncToken` or `moreComing`: a `records/changes` answer
-    /// (``holdsWholeVersions``).
-    var readChangesEnvelope = false
+    /// Whether an envelope said `syncToken` or `moreComing`, and whether one held `records`:
+    /// both, a `records/changes` answer (``holdsWholeVersions``). CKTool JS's record changes
+    /// answers (`recordResults`, which may say `moreComing`) merge, as the README says.
+    var envelopeSaidChanges = false
+    var envelopeHeldRecords = false
+    var readChangesEnvelope: Bool { envelopeSaidChanges && envelopeHeldRecords }
 
     // CSV
     var csv: CSVLayout?

@@ -77,6 +77,22 @@ struct WholeVersionImportTests {
         }
     }
 
+    @Test("CKTool JS's record changes answer (recordResults) merges, with moreComing or without, as the README says")
+    func recordResultsMerge() async throws {
+        try await SQLiteFixture.with { fixture in
+            let database = fixture.database
+            let stored = Record(recordType: "Note", recordID: Record.ID(recordName: "n1"))
+            stored["title"] = "old"
+            stored["pinned"] = Int64(1)
+            _ = try await database.save(stored)
+            let answer = #"{"recordResults":[{"type":"existing","recordName":"n1","record":{"recordName":"n1","recordType":"Note","fields":{"title":{"value":"new","type":"STRING"}}}}],"moreComing":false,"changeToken":"AQ"}"#
+            let (summary, reader) = try await Self.importing(Data(answer.utf8), into: database, replacing: true)
+            #expect(summary.updated == 1 && !reader.holdsWholeVersions)
+            let record = try await database.record(for: Record.ID(recordName: "n1"))
+            #expect(record["title"] as? String == "new" && record["pinned"] as? Int64 == 1)
+        }
+    }
+
     @Test("a query answer's records are no whole versions: replacesWithWholeVersions leaves them merging")
     func queryAnswersMerge() async throws {
         try await SQLiteFixture.with { fixture in
