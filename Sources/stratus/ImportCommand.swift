@@ -448,9 +448,14 @@ struct ImportCommand: Command {
             // (`<(zcat …)`, a FIFO) gives other data the next time, under the same name.
             throw UsageError(message: "--checkpoint needs an input that is a regular file; \(path) is \(status.st_mode & S_IFMT == S_IFIFO ? "a pipe" : "not a regular file"), which cannot be read again from its start")
         }
-        // The size of the file read, through a symbolic link too (a `latest.ndjson` link that a
-        // job points at each day's file): a checkpoint tells inputs apart by path and size.
+        // The file read, through a symbolic link too (a `latest.ndjson` link that a job points
+        // at each day's file): a checkpoint tells inputs apart by path and size, and a link's
+        // path says which file it named, which may have the size of another day's.
         let size = described && status.st_mode & S_IFMT == S_IFREG ? Int64(status.st_size) : nil
-        return Input(handle: handle, identity: URL(fileURLWithPath: path).standardizedFileURL.path, size: size)
+        let named = URL(fileURLWithPath: path).standardizedFileURL.path
+        var link = stat()
+        let isLink = lstat(path, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK
+        let identity = isLink ? "\(named) -> \(URL(fileURLWithPath: path).resolvingSymlinksInPath().path)" : named
+        return Input(handle: handle, identity: identity, size: size)
     }
 }

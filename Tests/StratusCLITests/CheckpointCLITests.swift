@@ -189,27 +189,36 @@ struct CheckpointCLITests {
         }
     }
 
-    @Test("an input named by a symbolic link (a latest.ndjson a job points at each day's file) is known by the size of the file it names: pointed at another file, the checkpoint is refused (64) and says the size changed; pointed back, the import goes on", arguments: TestEngine.all)
+    @Test("an input named by a symbolic link (a latest.ndjson a job points at each day's file) is known by the file it names: pointed at another file, of the same size or not, the checkpoint is refused (64); pointed back, the import goes on; a file that grew is named as such", arguments: TestEngine.all)
     func checkpointThroughASymbolicLink(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
             let cli = try await CLI(store, engine: engine)
             try await cli.createStore()
             func lines(_ names: [String]) -> String { names.map { #"{"recordName":"\#($0)","recordType":"T","fields":{}}"# + "\n" }.joined() }
             let first = try cli.file("day1.ndjson", lines(["a", "b", "c", "d"]))
-            let second = try cli.file("day2.ndjson", lines(["e", "f", "g", "h", "i", "j"]))
             let latest = store.path("latest.ndjson")
             try FileManager.default.createSymbolicLink(atPath: latest, withDestinationPath: first)
             let size = try #require(try FileManager.default.attributesOfItem(atPath: first)[.size] as? NSNumber).int64Value
-            // A run stopped after the first two items, as the file it names says.
+            // A run stopped after the first two items, as the file the link names says.
             let checkpoint = store.path("latest.checkpoint")
-            _ = try cli.file("latest.checkpoint", #"{"input":"\#(latest)","inputSize":\#(size),"committedItems":2}"#)
+            let target = URL(fileURLWithPath: first).resolvingSymlinksInPath().path
+            _ = try cli.file("latest.checkpoint", #"{"input":"\#(latest) -> \#(target)","inputSize":\#(size),"committedItems":2}"#)
 
-            try FileManager.default.removeItem(atPath: latest)
-            try FileManager.default.createSymbolicLink(atPath: latest, withDestinationPath: second)
-            let refused = try await cli.run(["import", latest, "--checkpoint", checkpoint])
-            #expect(refused.exitCode == 64, "\(refused)")
-            #expect(refused.stderr.contains("when it was \(size) bytes (it is") && refused.stderr.contains("another input under that name"), "\(refused)")
-            #expect(try await cli.count("T") == 0, "nothing of the other file was skipped or written")
+            for (name, records) in [("same-size.ndjson", ["e", "f", "g", "h"]), ("larger.ndjson", ["e", "f", "g", "h", "i", "j"])] {
+                let other = try cli.file(name, lines(records))
+                try FileManager.default.removeItem(atPath: latest)
+                try FileManager.default.createSymbolicLink(atPath: latest, withDestinationPath: other)
+                let refused = try await cli.run(["import", latest, "--checkpoint", checkpoint])
+                #expect(refused.exitCode == 64 && refused.stderr.contains("belongs to the import of \(latest) -> \(target)"), "\(name): \(refused)")
+                #expect(try await cli.count("T") == 0, "\(name): nothing of the other file was skipped or written")
+            }
+            // The file itself grown: the same name, another size.
+            let grown = try cli.file("grown.ndjson", lines(["a", "b"]))
+            let grownSize = try #require(try FileManager.default.attributesOfItem(atPath: grown)[.size] as? NSNumber).int64Value
+            _ = try cli.file("grown.checkpoint", #"{"input":"\#(grown)","inputSize":\#(grownSize),"committedItems":1}"#)
+            _ = try cli.file("grown.ndjson", lines(["a", "b", "c"]))
+            let grew = try await cli.run(["import", grown, "--checkpoint", store.path("grown.checkpoint")])
+            #expect(grew.exitCode == 64 && grew.stderr.contains("when it was \(grownSize) bytes (it is") && grew.stderr.contains("another input under that name"), "\(grew)")
 
             try FileManager.default.removeItem(atPath: latest)
             try FileManager.default.createSymbolicLink(atPath: latest, withDestinationPath: first)
