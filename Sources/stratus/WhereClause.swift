@@ -221,7 +221,9 @@ enum WhereClause {
         guard !undeclared.isEmpty else { return }
         let declared = schema.fields.map(\.name).filter { !$0.hasPrefix("___") }.sorted()
         let named = listed(undeclared.map { "'\($0)'" })
-        let note = "note: \(schema.recordType) has no field\(undeclared.count == 1 ? "" : "s") \(named) in the development schema, which declares every field a save stores; a misspelt name? (the type's fields: \(declared.isEmpty ? "none" : listed(declared)))"
+        // `parent` named the record's parent up to 0.15.0: a job written then now asks for a field.
+        let parentHint = undeclared.contains("parent") ? "; the record's parent is ___parent (a plain parent is a field named parent, as in CloudKit)" : ""
+        let note = "note: \(schema.recordType) has no field\(undeclared.count == 1 ? "" : "s") \(named) in the development schema, which declares every field a save stores; a misspelt name? (the type's fields: \(declared.isEmpty ? "none" : listed(declared)))\(parentHint)"
         if deferred { pendingFieldNotes.withLock { $0.append(note) } } else { StratusCommand.log(note) }
     }
 

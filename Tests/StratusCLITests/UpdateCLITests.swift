@@ -415,6 +415,14 @@ struct UpdateCLITests {
                 #expect(values?["parent"]?["value"] as? String == "n2" && values?["share"]?["value"] as? String == "s", "\(name): \(record)")
                 #expect(record["parent"] == nil && record["share"] == nil, "the record's own parent and share are untouched: \(record)")
             }
+            // A job written when `parent` named the record's parent is told where that went.
+            let other = try await cli.run(["import", try cli.file("tasks.ndjson", #"{"recordName":"t1","recordType":"Task","fields":{"n":{"value":1,"type":"INT64"}}}"# + "\n")])
+            #expect(other.exitCode == 0, "\(other)")
+            let old = try await cli.run(["update", "--type", "Task", "--where", "parent == 'list-1'", "--set", "n=2"])
+            #expect(old.exitCode == 0 && old.stderr.contains("the record's parent is ___parent"), "\(old)")
+            // A bad reference in a field named parent is the field's, not the parent's.
+            let bad = try await cli.run(["import", try cli.file("bad.ndjson", #"{"recordName":"f9","recordType":"Note","fields":{"parent":{"value":{"recordName":"up","zoneID":{"zoneName":"Other"}},"type":"REFERENCE"}}}"# + "\n")])
+            #expect(bad.exitCode != 0 && bad.stderr.contains("field 'parent'") && !bad.stderr.contains("the parent"), "\(bad)")
         }
     }
 

@@ -71,23 +71,28 @@ extension Record {
 
     /// Sets or (with `nil` or `NSNull`) removes a field from a plain value, as key-value coding
     /// does: any ``RecordValueProtocol`` value, an `NSString`, `NSData`, or an array of these.
-    /// `parent` (and `___parent`) sets ``parent`` from a reference, as key-value coding finds
-    /// `CKRecord`'s `parent` property before a field of that name.
+    /// `parent` (and `___parent`) given a reference or nothing (`nil`, `NSNull`) sets
+    /// ``parent``, as key-value coding finds `CKRecord`'s `parent` property before a field of
+    /// that name; another value for `parent` sets the field (a `parent STRING` a schema declares).
     ///
     /// ```swift
     /// record.setValue(3, forKey: "count")
     /// ```
     ///
-    /// - Precondition: the value can be stored in a field, or for `parent` is a reference (a
-    ///   programmer error otherwise, as CloudKit raises an exception for it).
+    /// - Precondition: the value can be stored in a field (a programmer error otherwise, as
+    ///   CloudKit raises an exception for it).
     public func setValue(_ value: Any?, forKey key: String) {
         if key == "parent" || key == SystemFieldKey.parent {
             switch value {
-            case nil, is NSNull: parent = nil
-            case let reference as Reference: parent = reference
-            default: preconditionFailure("the value for '\(key)' is a \(type(of: value!)), not a Record.Reference")
+            case nil, is NSNull:
+                parent = nil
+                return
+            case let reference as Reference:
+                parent = reference
+                return
+            default:
+                break
             }
-            return
         }
         setFieldValue(Record.fieldValue(ofPlainValue: value, forKey: key), forKey: key)
     }

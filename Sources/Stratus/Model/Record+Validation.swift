@@ -52,7 +52,7 @@ extension Record {
         }
         var referencesElsewhere = false
         if let parent {
-            try checkReference(parent, key: "parent", of: recordID)
+            try checkReference(parent, key: nil, of: recordID)
             if parent.recordID.recordName == recordID.recordName { throw fail("a record cannot be its own parent") }
             if parent.recordID.zoneID != recordID.zoneID { referencesElsewhere = true }
         }
@@ -177,9 +177,10 @@ extension Record {
         return size
     }
 
-    private static func checkReference(_ reference: Reference, key: String, of recordID: ID) throws(StratusError) {
+    /// Checks a reference of field `key`, or (`nil`) the record's parent.
+    private static func checkReference(_ reference: Reference, key: String?, of recordID: ID) throws(StratusError) {
         func fail(_ message: String) -> StratusError {
-            StratusError(.invalidArguments, "record '\(recordID.recordName)': \(key == "parent" ? "the parent" : "field '\(key)'") \(message)", recordID: recordID)
+            StratusError(.invalidArguments, "record '\(recordID.recordName)': \(key.map { "field '\($0)'" } ?? "the parent") \(message)", recordID: recordID)
         }
         // A reference may point at one of CloudKit's own records: a user record (`_…`) most often.
         do { try Naming.checkRecordName(reference.recordID.recordName, allowSystemNames: true) } catch {

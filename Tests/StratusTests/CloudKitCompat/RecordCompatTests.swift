@@ -181,6 +181,15 @@ struct RecordCompatTests {
         let elements: [Any] = [Optional("x") as Any, "y"]
         record.setValue(elements, forKey: "letters")
         #expect(record.fieldValue(forKey: "letters") == .stringList(["x", "y"]))
+        // `parent` given a reference is the record's parent, as CKRecord's key-value coding finds
+        // the property; given another value, it is the field a schema may declare.
+        let folder = Record.Reference(recordID: Record.ID(recordName: "folder"), action: .none)
+        record.setValue(folder, forKey: "parent")
+        #expect(record.parent == folder && record.fieldValue(forKey: "parent") == nil)
+        record.setValue("Project X", forKey: "parent")
+        #expect(record.fieldValue(forKey: "parent") == .string("Project X") && record.parent == folder)
+        record.setValue(NSNull(), forKey: Record.SystemFieldKey.parent)
+        #expect(record.parent == nil && record.fieldValue(forKey: "parent") == .string("Project X"))
     }
 
     @Test("equality is identity, as NSObject's; copy() gives an equal-valued, distinct record")

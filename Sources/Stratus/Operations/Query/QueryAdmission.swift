@@ -85,7 +85,8 @@ enum QueryAdmission {
             return "Type '\(requirement.recordType)' has no field marked searchable, which self CONTAINS needs; declare one SEARCHABLE in the production schema"
         }
         if let schema, SystemField(rawValue: field) == nil, schema.field(field) == nil {
-            return "Did not find field: '\(field)' in type: '\(requirement.recordType)' (the production schema has no such field: check its spelling, or deploy the development schema)"
+            let parentHint = field == "parent" ? "; the record's parent is ___parent, Record.SystemFieldKey.parent" : ""
+            return "Did not find field: '\(field)' in type: '\(requirement.recordType)' (the production schema has no such field: check its spelling, or deploy the development schema\(parentHint))"
         }
         if let system = SystemField(rawValue: field), system.declaredType == nil {
             return "Field '\(field)' is not marked \(requirement.attribute.lowercased()); no schema can mark it (\"\(system.cloudKitName)\" takes no index), so no query in production may use it"
