@@ -162,7 +162,7 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             case .compare(let key, let op, _): return op != .notEqual && isIndexed(key)
             case .between(let key, _, _), .in(let key, _), .beginsWith(let key, _): return isIndexed(key)
             case .tokens: return !searchableFields.isEmpty
-            case .listContains, .listContainsAny, .listAnyBeginsWith, .distance: return false
+            case .listContains, .listContainsAny, .listAnyBeginsWith, .distance, .hasParent: return false
             }
         }
     }
@@ -408,6 +408,8 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             distance.sql += " \(op.sqlOperator) ?"
             distance.parameters.append(.real(kilometers))
             return (distance, SQLFragment(sql: "\(dialect.tag(name)) = 'L'"))
+        case .hasParent(let present):
+            return (SQLFragment(sql: "\(dialect.systemColumn(.parent)) IS \(present ? "NOT " : "")NULL"), always)
         case .tokens(let words, let all):
             guard !words.isEmpty else { return (SQLFragment(sql: dialect.falseLiteral), always) }
             if searchableFields.isEmpty {

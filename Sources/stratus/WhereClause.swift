@@ -74,7 +74,7 @@ enum WhereClause {
             case .distance(let key, _, _, _):
                 guard let (name, type) = declared(key), type != .location else { return }
                 throw UsageError(message: "--where: \(name) is \(typeText(name)) in the schema, and distanceToLocation:fromLocation: measures from a LOCATION field (the condition would match no record)")
-            case .tokens:
+            case .tokens, .hasParent:
                 return
             }
         }

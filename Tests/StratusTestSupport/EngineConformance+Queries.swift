@@ -257,6 +257,10 @@ extension EngineConformance {
             ("parent == %@", ["folder-0"], []),
             ("parent BEGINSWITH %@", ["folder"], [RecordSortDescriptor(key: "parent"), RecordSortDescriptor(key: "i")]),
             ("share > %@", [10], [RecordSortDescriptor(key: "share", ascending: false)]),
+            ("___parent == nil", [], []),
+            ("%K != nil", [Record.SystemFieldKey.parent], [RecordSortDescriptor(key: "rank")]),
+            ("rank >= %@ AND ___parent == NULL", [2], [RecordSortDescriptor(key: "i", ascending: false)]),
+            ("NOT (___parent == nil)", [], []),
         ]
         for (format, arguments, sort) in queries {
             try await expectBruteForce(try query("Entry", format, arguments, sort: sort), database, all)
@@ -265,6 +269,10 @@ extension EngineConformance {
         #expect(Set(TestDatabase.names(underFirst)) == expectedUnderFirst && underFirst.count == expectedUnderFirst.count, "___parent == list-0, paged by 3")
         let ofNoList = try await TestDatabase.queryAll(try query("Entry", "___parent == %@", [Record.ID(recordName: "nowhere")]), in: database)
         #expect(ofNoList.isEmpty)
+        // CloudKit's one nil comparison: the top-level records, paged.
+        let topLevel = try await TestDatabase.queryAll(try query("Entry", "%K == nil", [Record.SystemFieldKey.parent]), in: database, pageSize: 3)
+        #expect(Set(TestDatabase.names(topLevel)) == Set(children.enumerated().filter { $0.offset % 4 == 0 }.map(\.element.recordID.recordName)) && topLevel.count == 10)
+        #expect(throws: StratusError.self) { try QueryPredicate(format: "rank == nil") }
         // `parent` is the field: no child's field names a list, and folder-0 is no record's parent.
         let byField = try await TestDatabase.queryAll(try query("Entry", "parent == %@", ["folder-0"]), in: database)
         #expect(Set(TestDatabase.names(byField)) == Set(children.enumerated().filter { $0.offset % 10 == 0 }.map(\.element.recordID.recordName)))

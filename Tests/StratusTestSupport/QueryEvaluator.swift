@@ -179,6 +179,8 @@ public enum QueryEvaluator {
         case .distance(let key, let origin, let op, let kilometers):
             guard case .field(let name) = key, case .location(let location)? = record.fieldValue(forKey: name) else { return (false, false) }
             return (true, compare(.double(distanceKilometres(from: origin, to: location)), op, .double(kilometers)))
+        case .hasParent(let present):
+            return (true, (record.parent != nil) == present)
         case .tokens(let words, let all):
             guard !words.isEmpty else { return (true, false) }
             let have = recordWords(record, searchableFields: searchableFields)

@@ -177,7 +177,7 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
         case .listContains(let k, let v):
             try listKey(k); try value(v)
             _ = try family(of: v, k, "look for in a list")
-        case .tokens: break
+        case .tokens, .hasParent: break
         case .distance(let k, let origin, _, let km):
             guard case .field(let name) = k else { throw StratusError(.invalidArguments, "distanceToLocation needs a LOCATION field, not \(k)") }
             try checkFieldName(name, kind: "field name")

@@ -325,6 +325,12 @@ extension PredicateParser {
             }
             let lhs = try parseOperand()
             let (op, opToken) = try parseOperator()
+            // CloudKit compares its key for the parent with nil: `___parent == nil` finds a
+            // hierarchy's top-level records. Every other key's nil is refused below.
+            if case .key(.parent) = lhs.operand, case .compare(let comparison) = op, comparison == .equal || comparison == .notEqual, isNil(token) {
+                try advance()
+                return .hasParent(comparison == .notEqual)
+            }
             let rhs = try parseOperand()
             return try build(lhs, op, opToken, rhs)
         }
@@ -1337,6 +1343,14 @@ extension PredicateParser {
             if token.kind == .end { return "the end of the predicate" }
             let shown = text(of: token)
             return shown.count > 40 ? "'\(shown.prefix(40))…'" : "'\(shown)'"
+        }
+
+        /// Whether `token` is `nil` or `NULL`.
+        func isNil(_ token: Token) -> Bool {
+            switch token.kind {
+            case .keyword(.nilValue), .keyword(.null): true
+            default: false
+            }
         }
 
         func describePrevious() -> String {

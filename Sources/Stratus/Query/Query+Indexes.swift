@@ -81,6 +81,9 @@ extension Query {
                 case .compare(let key, _, _), .in(let key, _), .beginsWith(let key, _),
                      .listContains(let key, _), .listContainsAny(let key, _), .listAnyBeginsWith(let key, _), .distance(let key, _, _, _):
                     require(key, .queryable)
+                case .hasParent:
+                    // The parent's column is indexed in every store (by zone and parent).
+                    break
                 case .tokens:
                     if schema?.searchableFields.isEmpty ?? true {
                         let requirement = IndexRequirement(recordType: recordType, field: nil, index: .searchable)

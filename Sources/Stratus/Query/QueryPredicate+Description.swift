@@ -93,6 +93,8 @@ extension Condition: CustomStringConvertible {
             return "self CONTAINS \(F.quoted(words.joined(separator: " ")))"
         case .distance(let key, let origin, let op, let kilometers):
             return "distanceToLocation:fromLocation:(\(F.key(key)), \(F.location(origin))) \(op.rawValue) \(F.number(kilometers))"
+        case .hasParent(let present):
+            return "\(F.key(.parent)) \(present ? "!=" : "==") nil"
         }
     }
 }

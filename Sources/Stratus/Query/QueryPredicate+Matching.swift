@@ -92,6 +92,8 @@ extension Condition {
         case .distance(let key, let origin, let op, let kilometers):
             guard case .field(let name) = key, case .location(let location)? = subject.fields[name] else { return (false, false) }
             return (true, Self.compare(.double(Self.distanceKilometres(from: origin, to: location)), op, .double(kilometers)))
+        case .hasParent(let present):
+            return (true, (subject.parentName != nil) == present)
         case .tokens(let words, let all):
             guard !words.isEmpty else { return (true, false) }
             let have = Self.words(of: subject, searchableFields: searchableFields)

@@ -118,6 +118,14 @@ public enum Condition: Hashable, Sendable, Codable {
     case tokens([String], allTokens: Bool)
     /// `distanceToLocation:fromLocation:(key, location) op kilometres`.
     case distance(QueryKey, from: Location, ComparisonOperator, kilometers: Double)
+    /// `___parent != nil` (true) or `___parent == nil` (false): whether the record has a parent,
+    /// the one nil comparison CloudKit's queries take besides its share's. `___parent == nil`
+    /// finds a hierarchy's top-level records.
+    ///
+    /// ```swift
+    /// let topLevel = try QueryPredicate(format: "%K == nil", Record.SystemFieldKey.parent)   // .condition(.hasParent(false))
+    /// ```
+    case hasParent(Bool)
 }
 
 /// Sorts query results by a field or system field; ties are broken by record name.

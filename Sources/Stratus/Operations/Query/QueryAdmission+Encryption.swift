@@ -43,7 +43,7 @@ extension QueryAdmission {
             case .compare(let key, _, _), .between(let key, _, _), .in(let key, _), .beginsWith(let key, _),
                  .listContains(let key, _), .listContainsAny(let key, _), .listAnyBeginsWith(let key, _), .distance(let key, _, _, _):
                 body(key)
-            case .tokens: break
+            case .tokens, .hasParent: break
             }
         }
     }
