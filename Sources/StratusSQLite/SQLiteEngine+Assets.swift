@@ -53,14 +53,10 @@ final class SQLiteAssetStore: AssetContentStore, @unchecked Sendable {
     /// (``FileDescriptor/inheritFolderOwner(_:)``), so that a root job's import leaves content
     /// the store's user can read.
     private func makeAssetsFolder() throws {
-        let folder = localDirectory.path
-        try Self.fileError("create the asset folder \(folder)") { () throws(POSIXFailure) in
+        try Self.fileError("create the asset folder \(localDirectory.path)") { () throws(POSIXFailure) in
             try FileDescriptor.makePrivateDirectory(localDirectory)
         }
-        guard geteuid() == 0 else { return }
-        var store = stat(), made = stat()
-        guard stat(engine.path, &store) == 0, store.st_uid != 0, lstat(folder, &made) == 0, made.st_uid == 0 else { return }
-        _ = lchown(folder, store.st_uid, store.st_gid)
+        FileDescriptor.giveToOwner(of: engine.path, localDirectory.path)
     }
 
     func hold(_ identifiers: Set<String>, holder: String) throws -> Set<String> {

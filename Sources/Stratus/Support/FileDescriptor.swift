@@ -155,11 +155,21 @@ package final class FileDescriptor {
     /// FileDescriptor.inheritFolderOwner(path)
     /// ```
     package static func inheritFolderOwner(_ path: String) {
+        giveToOwner(of: URL(fileURLWithPath: path).deletingLastPathComponent().path, path)
+    }
+
+    /// When this process is root, gives `path`, which root owns, the owner of `source` when that
+    /// is another user (``inheritFolderOwner(_:)``: a store's asset folder takes the store
+    /// file's owner).
+    ///
+    /// ```swift
+    /// FileDescriptor.giveToOwner(of: storePath, storePath + ".assets")
+    /// ```
+    package static func giveToOwner(of source: String, _ path: String) {
         guard geteuid() == 0 else { return }
-        var folder = stat(), item = stat()
-        let parent = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        guard lstat(parent, &folder) == 0, folder.st_uid != 0, lstat(path, &item) == 0, item.st_uid == 0 else { return }
-        _ = lchown(path, folder.st_uid, folder.st_gid)
+        var owner = stat(), item = stat()
+        guard stat(source, &owner) == 0, owner.st_uid != 0, lstat(path, &item) == 0, item.st_uid == 0 else { return }
+        _ = lchown(path, owner.st_uid, owner.st_gid)
     }
 
     /// Creates `url` (and missing parents) as folders private to this user (0700), and makes an
