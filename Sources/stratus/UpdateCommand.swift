@@ -138,6 +138,17 @@ struct UpdateCommand: Command {
         // Before the summary, which stays the last line.
         WhereClause.sayFieldNotes(nothingMatched: summary.matched == 0)
         if summary.end == .cancelled { Interruption.logStopped("update", done: "updated", checkpointPath: checkpointPath) }
+        if summary.end == .failureLimitReached {
+            // As the import says it: why first, then the summary, last, saying that the run stopped.
+            if summary.matched == 0 && summary.failedInEarlierRuns > (maxErrors ?? 0) {
+                StratusCommand.log("the earlier runs of the checkpoint \(checkpointPath ?? "") failed \(Progress.grouped(summary.failedInEarlierRuns)) records, more than --max-errors \(maxErrors ?? 0) allows: nothing more was updated; to go on past them, run again with a larger --max-errors (the limit counts the whole job's failures), or remove the checkpoint to start over")
+            } else {
+                let earlier = summary.failedInEarlierRuns > 0 ? ", counting \(Progress.grouped(summary.failedInEarlierRuns)) failed by the earlier runs of this checkpoint" : ""
+                StratusCommand.log("stopped after \(Progress.grouped(summary.failed + summary.failedInEarlierRuns)) failed records\(earlier) (--max-errors \(maxErrors ?? 0)); nothing after that batch was written")
+            }
+            progress.finish("stopped by an error: " + line(summary), json: json(summary))
+            return .dataError
+        }
         progress.finish(line(summary), json: json(summary))
         switch summary.end {
         case .finished:
@@ -145,11 +156,7 @@ struct UpdateCommand: Command {
         case .cancelled:
             return ExitCode.stopped(by: Interruption.signal)
         case .failureLimitReached:
-            if summary.matched == 0 && summary.failedInEarlierRuns > (maxErrors ?? 0) {
-                throw CommandFailure(.dataError, "the earlier runs of the checkpoint \(checkpointPath ?? "") failed \(Progress.grouped(summary.failedInEarlierRuns)) records, more than --max-errors \(maxErrors ?? 0) allows: nothing more was updated; to go on past them, run again with a larger --max-errors (the limit counts the whole job's failures), or remove the checkpoint to start over")
-            }
-            let earlier = summary.failedInEarlierRuns > 0 ? ", counting \(Progress.grouped(summary.failedInEarlierRuns)) failed by the earlier runs of this checkpoint" : ""
-            throw CommandFailure(.dataError, "stopped after \(Progress.grouped(summary.failed + summary.failedInEarlierRuns)) failed records\(earlier) (--max-errors \(maxErrors ?? 0)); nothing after that batch was written")
+            return .dataError
         }
     }
 

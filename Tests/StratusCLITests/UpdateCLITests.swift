@@ -272,6 +272,8 @@ struct UpdateCLITests {
             // Batches in record-name order: [p1 p2] [p3 p4] [p5 p6] [p7 p8].
             let stopped = try await cli.run(["update", "--type", "Post", "--all", "--set", "title=final", "--batch-size", "2", "--max-errors", "1", "--reject-file", rejects])
             #expect(stopped.exitCode == 65, "\(stopped)")
+            #expect(stopped.stderr.contains("stopped after 2 failed records (--max-errors 1)"), "why it stopped: \(stopped)")
+            #expect(stopped.stderrLines.last?.hasPrefix("stopped by an error: updated 4, unchanged 0, failed 2") == true, "the summary is the last line and says the run stopped: \(stopped)")
             #expect(try await cli.count("Post", where: "title == 'final'") == 4, "p1, p2, p4 and p5; p7 and p8 after the limit are left: \(stopped)")
             let lines = (cli.read(rejects) ?? "").split(separator: "\n").map(String.init)
             #expect(try lines.map { try JSONLine.object($0)["recordName"] as? String } == ["p3", "p6"], "\(lines)")
