@@ -7,14 +7,21 @@ import Synchronization
 /// stop after its current batch, so that it can save its checkpoint; a second SIGINT or
 /// SIGTERM stops at once (a second SIGHUP, which a closing terminal sends, does not; nor does
 /// the same signal again within ``duplicateWindowNanoseconds``, which is one request delivered
-/// twice). A SIGHUP the command was started ignoring (`nohup`) stays ignored.
+/// twice). A signal the command was started ignoring stays ignored, as POSIX asks of programs
+/// that catch signals: SIGHUP under `nohup`, SIGINT for `stratus … &` in a script (whose
+/// Ctrl-C is meant for the script's foreground, not for its background jobs).
 enum Interruption {
     private static let received = Atomic<Int32>(0)
     private nonisolated(unsafe) static var sources: [DispatchSourceSignal] = []
 
-    /// Whether SIGHUP is handled (not when the command was started ignoring it).
-    static var handlesHangup: Bool { hangupHandled.load(ordering: .relaxed) }
-    private static let hangupHandled = Atomic<Bool>(false)
+    /// The signals a long command handles: those of SIGINT, SIGTERM and SIGHUP that the command
+    /// was not started ignoring. Read once, before ``install(_:)`` ignores them itself.
+    static let handledSignals: [Int32] = [SIGINT, SIGTERM, SIGHUP].filter { number in
+        var disposition = sigaction()
+        // Handlers are C function pointers, compared by address.
+        return sigaction(number, nil, &disposition) != 0
+            || unsafeBitCast(disposition.__sigaction_handler.sa_handler, to: Int.self) != unsafeBitCast(SIG_IGN, to: Int.self)
+    }
 
     private static let forcing = Atomic<Bool>(false)
 
@@ -49,12 +56,7 @@ enum Interruption {
     /// Call once, from the main thread, before the work starts; `stop` runs on the first signal
     /// (from another thread) and asks the work to stop after its current batch.
     static func install(_ stop: @escaping @Sendable () -> Void) {
-        var hangup = sigaction()
-        // Handlers are C function pointers, compared by address.
-        let hangupIgnored = sigaction(SIGHUP, nil, &hangup) == 0
-            && unsafeBitCast(hangup.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
-        hangupHandled.store(!hangupIgnored, ordering: .relaxed)
-        for number in hangupIgnored ? [SIGINT, SIGTERM] : [SIGINT, SIGTERM, SIGHUP] {
+        for number in handledSignals {
             Foundation.signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {

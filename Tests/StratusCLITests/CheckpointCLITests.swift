@@ -361,6 +361,36 @@ struct CheckpointCLITests {
         }
     }
 
+    @Test("an import a script starts in the background (SIGINT ignored, as `cmd &` gets it) goes on to the end through a SIGINT, and the ignored SIGINT goes on to a --exec command", arguments: TestEngine.all)
+    func interruptIgnoredAtStart(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let path = try await ChildProcess.onOwnThread { try cli.file("rows.ndjson", Self.input()) }
+            let checkpoint = store.path("int.checkpoint")
+            let ignoring = try cli.startShell(#"trap '' INT; exec "$STRATUS" import "\#(path)" --batch-size 1000 --checkpoint "\#(checkpoint)""#)
+            let sent = try await Self.signal(ignoring, SIGINT) { (Self.committedItems(checkpoint) ?? 0) > 0 }
+            let finished = await ignoring.wait()
+            try #require(sent, "the import ended before its checkpoint appeared: \(finished)")
+            #expect(!finished.signalled && finished.exitCode == 0, "the SIGINT it was started ignoring stays ignored: \(finished)")
+            #expect(!finished.stderr.contains("stopping after the current batch"), "\(finished)")
+            #expect(try await cli.count("Row") == Self.recordCount)
+
+            // What the command of `notifications --exec` inherits: SIGINT ignored still, SIGTERM and SIGPIPE by default.
+            let delivered = try await cli.shell(#"""
+                trap '' INT
+                "$STRATUS" subscriptions create everything --database-wide --database private --quiet &&
+                printf '{"recordName":"n1","recordType":"Note"}\n' | "$STRATUS" import - --database private --quiet &&
+                "$STRATUS" notifications --token-file feed.token --database private --exec 'grep -E "^SigIgn:" /proc/self/status > dispositions.txt; cat > /dev/null'
+                """#)
+            #expect(delivered.exitCode == 0, "\(delivered)")
+            let dispositions = cli.read(store.path("dispositions.txt")) ?? ""
+            let ignored = dispositions.split(separator: "\n").first { $0.hasPrefix("SigIgn:") }.flatMap { UInt64($0.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16) }
+            let mask = try #require(ignored, "\(dispositions) \(delivered)")
+            #expect(mask & (1 << (UInt64(SIGINT) - 1)) != 0, "SIGINT stays ignored for the command: \(dispositions)")
+            #expect(mask & (1 << (UInt64(SIGTERM) - 1)) == 0 && mask & (1 << (UInt64(SIGPIPE) - 1)) == 0, "SIGTERM and SIGPIPE are the command's own: \(dispositions)")
+        }
+    }
+
     @Test("SIGKILL mid-import, resume; SIGTERM mid-import exits 143 with a checkpoint; resume ends with exactly the input", arguments: TestEngine.all)
     func killTermResume(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in
