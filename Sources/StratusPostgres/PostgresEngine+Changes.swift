@@ -5,7 +5,7 @@ extension PostgresEngine {
     @_spi(StratusEngine)
     public func fetchZoneChanges(_ request: ZoneChangesRequest, in database: DatabaseContext) throws -> ZoneChangeBatch {
         precondition(request.limit > 0, "fetchZoneChanges needs a positive limit")
-        let batch = try readingStandbyFirst { mayLag in try zoneChanges(request, in: database, mayLag: mayLag) }
+        let batch = try readingStandbyFirst(for: database) { mayLag in try zoneChanges(request, in: database, mayLag: mayLag) }
         try materializeAssets(of: batch.changes.compactMap { if case .changed(let record) = $0 { record } else { nil } }, owner: database.storageOwner)
         return batch
     }
@@ -17,8 +17,11 @@ extension PostgresEngine {
     ///
     /// A standby that cannot be reached, or that holds another store, is an error, not a
     /// reason to read the primary: the reads were sent to the standby to spare the primary.
-    func readingStandbyFirst<T>(_ read: (Bool) throws -> T) throws -> T {
-        guard readPool !== pool else { return try read(false) }
+    ///
+    /// A context that reads what it writes (``Stratus/DatabaseContext/readsLatestCommits``)
+    /// reads the primary: a lagging standby would hide records from an update by query.
+    func readingStandbyFirst<T>(for database: DatabaseContext, _ read: (Bool) throws -> T) throws -> T {
+        guard readPool !== pool, !database.readsLatestCommits else { return try read(false) }
         try checkStandby()
         do {
             return try read(true)
@@ -78,7 +81,7 @@ extension PostgresEngine {
     @_spi(StratusEngine)
     public func fetchDatabaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext) throws -> DatabaseChangeBatch {
         precondition(limit > 0, "fetchDatabaseChanges needs a positive limit")
-        return try readingStandbyFirst { mayLag in try databaseChanges(after: position, limit: limit, in: database, mayLag: mayLag) }
+        return try readingStandbyFirst(for: database) { mayLag in try databaseChanges(after: position, limit: limit, in: database, mayLag: mayLag) }
     }
 
     private func databaseChanges(after position: ChangePosition?, limit: Int, in database: DatabaseContext, mayLag: Bool) throws -> DatabaseChangeBatch {

@@ -6,7 +6,7 @@ extension PostgresEngine {
     @_spi(StratusEngine)
     public func queryRecords(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?, limit: Int) throws -> QueryPage {
         precondition(limit > 0, "queryRecords needs a positive limit")
-        let page = try readingStandbyFirst { mayLag in try readTransaction(mayLag: mayLag) { connection -> QueryPage in
+        let page = try readingStandbyFirst(for: database) { mayLag in try readTransaction(mayLag: mayLag) { connection -> QueryPage in
             guard var rows = try PostgresQueryRows(engine: self, query: query, database: database, after: position, on: connection, limit: limit + 1) else {
                 return QueryPage(records: [], nextPosition: nil)
             }
@@ -21,14 +21,14 @@ extension PostgresEngine {
 
     @_spi(StratusEngine)
     public func openQueryStream(_ query: CompiledQuery, in database: DatabaseContext, after position: QueryPosition?) throws -> any QueryStream {
-        try readingStandbyFirst { mayLag in
+        try readingStandbyFirst(for: database) { mayLag in
             try PostgresQueryStream(engine: self, pool: mayLag ? readPool : pool, query: query, database: database, after: position)
         }
     }
 
     @_spi(StratusEngine)
     public func countRecords(_ query: CompiledQuery, in database: DatabaseContext) throws -> Int {
-        try readingStandbyFirst { mayLag in try count(query, in: database, mayLag: mayLag) }
+        try readingStandbyFirst(for: database) { mayLag in try count(query, in: database, mayLag: mayLag) }
     }
 
     private func count(_ query: CompiledQuery, in database: DatabaseContext, mayLag: Bool) throws -> Int {

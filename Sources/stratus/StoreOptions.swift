@@ -10,7 +10,7 @@ extension OptionGroup {
     static let store = OptionGroup(title: "Store options", placeholder: "[store options]", options: [
         Option("--store", "PATH|URL", "the store: an SQLite file, or a PostgreSQL database as postgresql://[user@]host[:port]/dbname (libpq's settings and PG* variables apply; a password is never printed)",
                default: "$STRATUS_STORE, else ~/.local/share/stratus/<container>.sqlite"),
-        Option("--read-store", "URL", "a hot standby of the PostgreSQL store for reads that may lag (queries, exports, change reads); while it cannot be reached they fail with exit 75 (a refused login 77, a database it lacks 66), never reading the store instead", default: "$STRATUS_READ_STORE, else the store"),
+        Option("--read-store", "URL", "a hot standby of the PostgreSQL store for reads that may lag (queries, exports, change reads; not the records update and delete change); while it cannot be reached they fail with exit 75 (a refused login 77, a database it lacks 66), never reading the store instead", default: "$STRATUS_READ_STORE, else the store"),
         Option("--container", "ID", "the container identifier", default: "default"),
         Option("--database", "NAME", "public, private or shared", default: "public"),
         Option("--zone", "NAME", "the zone", default: "_defaultZone"),

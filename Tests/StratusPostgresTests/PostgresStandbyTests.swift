@@ -60,5 +60,31 @@ struct PostgresStandbyTests {
         // Writes go to the primary even through the reader's engine.
         try await TestDatabase.save([makeRecord("Item", "via-reader")], in: reader)
         #expect(try await writer.record(for: Record.ID(recordName: "via-reader")).recordType == "Item")
+
+        // Jobs that write what they read read the primary: the lagging standby hides what was just saved.
+        _ = try standbyConnection.query("SELECT pg_wal_replay_pause()")
+        try await TestDatabase.save(makeRecords("Job", count: 50, prefix: "job") { ["n": .int64(Int64($0))] }, in: writer)
+        #expect(try await reader.countRecords(matching: Query(recordType: "Job")) == 0, "the standby lags")
+        let latest = QueryOperation(query: Query(recordType: "Job"))
+        latest.fetchAllResults = true
+        latest.readsLatestCommits = true
+        #expect(await runQueryPage(latest, on: reader).records.count == 50, "readsLatestCommits reads the primary")
+        let updated = try await RecordUpdater(database: reader, query: Query(recordType: "Job"), setting: ["seen": .int64(1)]).run()
+        #expect(updated.updated == 50 && updated.failed == 0, "\(updated)")
+        let copied = QueryOperation(query: Query(recordType: "Job"))
+        copied.fetchAllResults = true
+        let save = ModifyRecordsOperation(savingRecordsFrom: copied) { records in
+            for record in records { record["seen"] = 2 as Int64 }
+            return records
+        }
+        save.savePolicy = .changedKeys
+        let saved = Box(0)
+        save.perRecordSaveBlock = { _, result in if case .success = result { saved.update { $0 += 1 } } }
+        try await reader.run([copied, save])
+        #expect(saved.value == 50, "a pipeline whose stage writes what its query reads reads the primary")
+        let deleted = try await RecordDeleter(database: reader, query: Query(recordType: "Job", predicate: QueryPredicate(format: "seen == 2"))).run()
+        #expect(deleted.deleted == 50 && deleted.failed == 0, "\(deleted)")
+        #expect(try await writer.countRecords(matching: Query(recordType: "Job")) == 0)
+        _ = try standbyConnection.query("SELECT pg_wal_replay_resume()")
     }
 }

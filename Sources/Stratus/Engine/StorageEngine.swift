@@ -325,6 +325,10 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
     /// the user (creator, modifier). `nil` for every other context; only the core's shared
     /// database makes one (``reachingSharedZones(of:)``), after deciding what the user reaches.
     public let sharedOwner: String?
+    /// Whether reads must see every write committed so far, because the caller writes what it
+    /// reads (an update or deletion by query): an engine that sends reads that may lag to a
+    /// standby (PostgreSQL's `--read-store`) reads the store itself for such a context.
+    public var readsLatestCommits = false
 
     /// A context for `userName`, whose record name is derived from it
     /// (``UserDirectoryEntry/derivedRecordName(containerIdentifier:login:)``) unless given.
@@ -351,6 +355,7 @@ public struct DatabaseContext: Hashable, Sendable, CustomStringConvertible {
         roles = context.roles
         isAdministrator = context.isAdministrator
         self.sharedOwner = sharedOwner
+        readsLatestCommits = context.readsLatestCommits
     }
 
     /// This shared-database context reaching the zones `owner` shares with its user: engines

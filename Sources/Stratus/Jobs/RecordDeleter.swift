@@ -149,6 +149,8 @@ public final class RecordDeleter: Sendable {
         read.resultsLimit = options.batchSize
         read.desiredKeys = []
         read.checkpoint = checkpoint
+        // A dry run counts what a real run would delete, read where its deletions would go.
+        read.readsLatestCommits = true
         let result: Result<Void, any Error>
         if options.isDryRun {
             let count = ConsumeOperation(consuming: read) { (records: [Record]) in

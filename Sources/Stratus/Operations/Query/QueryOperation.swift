@@ -87,6 +87,20 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// ```
     public var checkpoint: PipelineCheckpoint?
 
+    /// A Stratus extension: read what every write committed so far holds, because the records
+    /// read are written back (a read-modify-write job of your own). A store opened with a
+    /// standby for reads that may lag (PostgreSQL's `readURL`) then reads the store itself: a
+    /// lagging standby would hide records just saved, and hand out versions already replaced.
+    /// A pipeline whose stages write (a ``ModifyRecordsOperation`` or ``DeleteRecordsOperation``
+    /// taking this query's records) reads this way whatever this says, as do ``RecordUpdater``
+    /// and ``RecordDeleter``. Off by default; without a standby it changes nothing.
+    ///
+    /// ```swift
+    /// let stale = QueryOperation(query: try Query(recordType: "Order", format: "status == 'open'"))
+    /// stale.readsLatestCommits = true
+    /// ```
+    public var readsLatestCommits = false
+
     /// Records per page with ``fetchAllResults`` when ``resultsLimit`` is ``maximumResults``:
     /// CloudKit's request limit, so that a page makes one modify request.
     public static let defaultPageSize = 400
@@ -132,6 +146,9 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
         if resultsLimit < 0 {
             return StratusError(.invalidArguments, "QueryOperation.resultsLimit is \(resultsLimit); it must be 0 (as many as a page holds) or more")
         }
+        var context = context
+        // Stages that write what this reads would miss, on a lagging standby, what was just saved.
+        if readsLatestCommits || pipeline?.positionRecordingStages.isEmpty == false { context.readsLatestCommits = true }
         var compiled: CompiledQuery
         var progress: Progress
         let store = try engine.storeIdentifier

@@ -156,9 +156,12 @@ public final class DeleteRecordsOperation: DatabaseOperation, @unchecked Sendabl
             try ModifyRecordsOperation.checkZone(Record.ID(recordName: "query", zoneID: zone), context)
             let compiled = try QueryAdmission.admit(CompiledQuery(query, zoneID: zone, desiredKeys: []), engine: engine, context: context)
             var position: QueryPosition?
+            // What it deletes is read where the deletions go: a lagging standby would hide records.
+            var reading = context
+            reading.readsLatestCommits = true
             repeat {
                 if shouldStop { return cancelled() }
-                let page = try withRetry { try engine.queryRecords(compiled, in: context, after: position, limit: min(batchSize, Self.largestBatch)) }
+                let page = try withRetry { try engine.queryRecords(compiled, in: reading, after: position, limit: min(batchSize, Self.largestBatch)) }
                 if !page.records.isEmpty { try deleteBatch(page.records.map(\.recordID), readTags: Self.changeTags(of: page.records)) }
                 position = page.nextPosition
             } while position != nil
