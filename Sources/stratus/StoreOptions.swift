@@ -91,7 +91,14 @@ struct StoreOptions {
         storePath = arguments.value("--store")
         readStoreURL = arguments.value("--read-store") ?? ProcessInfo.processInfo.environment["STRATUS_READ_STORE"].flatMap { $0.isEmpty ? nil : $0 }
         readStoreOrigin = arguments.has("--read-store") ? "--read-store" : "$STRATUS_READ_STORE"
-        if let container = arguments.value("--container") { containerIdentifier = container }
+        if let container = arguments.value("--container") {
+            // A store's URL given as the container (`--container "$STRATUS_STORE"`) would name a
+            // new store file after it, password included, and be kept in that store.
+            if container.contains("://") || PostgresEngine.isStoreURL(container) {
+                throw UsageError(message: "--container takes a container identifier (such as iCloud.com.example.app), not a store: the value given looks like a URL (it is not repeated here: it may hold a password); name the store with --store")
+            }
+            containerIdentifier = container
+        }
         if let database = arguments.value("--database") {
             scopeGiven = true
             switch database {

@@ -283,6 +283,14 @@ struct HostileSurroundingsCLITests {
                 #expect(result.exitCode == code, "\(result)")
                 #expect(!result.stderr.contains("s3cretPW") && result.stderr.contains("***"), "\(result)")
             }
+            // A store's URL given as the container would have named a new store file after it.
+            for command in [["import", "--quiet"], ["count", "--type", "Note"]] {
+                let result = try await cli.run(command + ["--container", url], stdin: Input.notes(1))
+                #expect(result.exitCode == 64 && result.stderr.contains("--container takes a container identifier"), "\(result)")
+                #expect(!result.stderr.contains("s3cretPW"), "\(result)")
+            }
+            let info = try await cli.run(["info"])
+            #expect(!info.stdout.contains("s3cretPW") && !info.stdout.contains("container postgresql"), "no container named after the URL: \(info)")
         }
     }
 
