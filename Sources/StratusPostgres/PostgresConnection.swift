@@ -198,7 +198,10 @@ public final class PostgresConnection {
             let peer = lower.contains("peer authentication failed")
                 ? "; over the Unix socket the server lets only the operating-system user of the same name log in as a role (peer authentication in pg_hba.conf): connect over TCP instead (host=localhost, with a password), or have the server's administrator map this user in pg_ident.conf"
                 : ""
-            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) refused the login\(shownURL): \(reason)\(origin)\(peer)")
+            let noLogin = lower.contains("is not permitted to log in")
+                ? "; an administrator lets the role log in with ALTER ROLE \(PQuser(connection).flatMap { try? quoteIdentifier(String(cString: $0)) } ?? "name") LOGIN (CREATE ROLE makes roles that cannot)"
+                : ""
+            return StratusError(.notAuthenticated, "the PostgreSQL server at \(server) refused the login\(shownURL): \(reason)\(origin)\(peer)\(noLogin)")
         }
         if lower.contains("database \"") && lower.contains("does not exist") {
             let name = PQdb(connection).map { String(cString: $0) } ?? "DBNAME"
@@ -282,7 +285,8 @@ public final class PostgresConnection {
         let host = PQhost(connection).map { String(cString: $0) } ?? ""
         let port = PQport(connection).map { String(cString: $0) } ?? ""
         if host.hasPrefix("/") || host.hasPrefix("@") { return "\(host)/.s.PGSQL.\(port)" }
-        return "\(host.isEmpty ? "localhost" : host):\(port)"
+        // An IPv6 address in brackets, as in a URL: `::1:5432` reads as another address.
+        return "\(host.isEmpty ? "localhost" : host.contains(":") ? "[\(host)]" : host):\(port)"
     }
 
     // MARK: - State

@@ -32,10 +32,11 @@ enum ExitCode: Int32 {
     /// The exit codes, as every command's help lists them.
     static let help = """
         Exit codes: 0 success; 1 finished, but some records were rejected or missing; 64 usage
-        error; 65 bad input data; 66 store or input missing; 70 internal error; 73 cannot create
-        output (or the store's disk is full); 75 temporary failure (store busy, or another run
-        holds the lock: retry later); 77 permission denied; 129/130/143 stopped by
-        SIGHUP/SIGINT/SIGTERM.
+        error; 65 bad input data; 66 store or input missing (also a PostgreSQL database that does
+        not exist); 70 internal error; 73 cannot create output (or the store's disk is full); 75
+        temporary failure (store busy, a PostgreSQL server that cannot be reached, or another
+        run holds the lock: retry later); 77 permission denied (also a PostgreSQL login the
+        server refused); 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM.
         """
 
     init(for error: StratusError) {

@@ -412,6 +412,7 @@ struct UsersCLITests {
             let noUser = ["STRATUS_USER": ""]
             let refused = try await cli.run(["count", "--type", "Note", "--store", try PostgresConnectionString.replacing(["user": nologin], in: cli.storePath)], environment: noUser)
             #expect(refused.exitCode == 77 && refused.stderr.contains("refused the login") && refused.stderr.contains("is not permitted to log in"), "\(refused)")
+            #expect(refused.stderr.contains("ALTER ROLE \"\(nologin)\" LOGIN"), "says how the role is let in: \(refused)")
 
             // libpq prefers a service's password to PGPASSWORD: the right one in PGPASSWORD does
             // not help, and the message sends the administrator to the service file.

@@ -24,6 +24,10 @@ struct PostgresErrorTests {
         }
         #expect(other.code == .serviceUnavailable)
         #expect(!other.message.contains("s3cret"))
+        // An IPv6 address is named in brackets, as a URL writes it.
+        let six = try #require(throws: StratusError.self) { try PostgresConnection(url: "postgresql://stratus:s3cret-pw@[::1]:1/stratus") }
+        #expect(six.message.contains("server at [::1]:1"), "\(six.message)")
+        #expect(!six.message.contains("s3cret-pw"))
         let pool = try PostgresConnectionPool(url: url)
         let pooled = try #require(throws: StratusError.self) { try pool.withConnection { _ in } }
         #expect(pooled.code == .serviceUnavailable)
