@@ -624,7 +624,7 @@ public final class PostgresEngine: StorageEngine, Sendable {
             recordChangeTag: try row.text(6))
         let decoded = try row.withBytes(7) { document -> FieldDocument.Decoded? in
             guard let document else { return nil }
-            return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID, shape: &recent.documentShape) { self.cachedAssetURL($0) }
+            return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID, shape: &recent.documentShape, recordName: name) { self.cachedAssetURL($0) }
         }
         let parent = try row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
         return Record.stored(recordType: try recordType ?? recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system,

@@ -577,7 +577,7 @@ public final class SQLiteEngine: StorageEngine, @unchecked Sendable {
         // Decoded from SQLite's own bytes: the document is never copied into a String.
         let decoded = try row.withTextBytes(7) { document -> FieldDocument.Decoded in
             guard let document else { return .nothing }
-            return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID, shape: &recent.documentShape) { self.assetContentURL($0) }
+            return try FieldDocument.decodeStoredDocument(utf8: document, zoneID: zoneID, shape: &recent.documentShape, recordName: name) { self.assetContentURL($0) }
         }
         let parent = row.text(8).map { Record.Reference(recordID: Record.ID(recordName: $0, zoneID: zoneID), action: .none) }
         return Record.stored(recordType: recent.recordType(row, column: 1), recordID: Record.ID(recordName: name, zoneID: zoneID), systemFields: system, fields: decoded.fields,

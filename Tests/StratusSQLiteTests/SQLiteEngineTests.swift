@@ -71,6 +71,7 @@ struct SQLiteEngineTests {
             }
             let error = try #require(failure as? StratusError, "the read fails: \(String(describing: failure))")
             #expect(error.code == .internalError && error.message.contains("corrupt"), "\(error)")
+            #expect(error.message.contains("record 'r0537' in zone '_defaultZone'"), "the error names the damaged record: \(error)")
             #expect(read == Array(names[..<500]), "the ten pages before the damaged row's, whole, and none after it")
             let after = try await records.next()
             #expect(after == nil, "after its error the sequence has ended")

@@ -78,16 +78,18 @@ extension FieldDocument {
 
     /// Decodes a stored document from its UTF-8 bytes like
     /// ``decodeStoredDocument(utf8:zoneID:assetURL:)``, making its dictionary from the shape of
-    /// the documents before (`shape`; `nil`: none is kept).
+    /// the documents before (`shape`; `nil`: none is kept). `recordName`, the name of the
+    /// record whose document it is, is named in the error that a damaged document throws.
     public static func decodeStoredDocument(utf8 bytes: UnsafeBufferPointer<UInt8>, zoneID: RecordZone.ID, shape: inout Shape?,
-                                            assetURL: (String) -> URL?) throws -> Decoded {
-        guard let base = bytes.baseAddress else { throw corrupt("the document is empty") }
+                                            recordName: String? = nil, assetURL: (String) -> URL?) throws -> Decoded {
+        let whose = recordName.map { " of record '\($0)' in zone '\(zoneID.zoneName)'" } ?? ""
+        guard let base = bytes.baseAddress else { throw corrupt("the document is empty", whose: whose) }
         var reader = StoredDocumentReader(base: base, count: bytes.count, zoneID: zoneID)
         do {
             if shape != nil { return try reader.document(assetURL: assetURL, shape: &shape!) }
             return try reader.document(assetURL: assetURL)
         } catch {
-            throw corrupt(error)
+            throw corrupt(error, whose: whose)
         }
     }
 
@@ -131,15 +133,16 @@ extension FieldDocument {
         case value(FieldValue)
     }
 
-    static func corrupt(_ what: String) -> StratusError {
-        StratusError(.internalError, "stored field document is corrupt: \(what)")
+    /// - Parameter whose: ` of record 'name' in zone 'zone'`, or empty.
+    static func corrupt(_ what: String, whose: String = "") -> StratusError {
+        StratusError(.internalError, "stored field document\(whose) is corrupt: \(what)")
     }
 
     /// A failure of the cursor reading a stored document, as the error its reader throws.
-    static func corrupt(_ failure: JSONCursor.Failure) -> StratusError {
+    static func corrupt(_ failure: JSONCursor.Failure, whose: String = "") -> StratusError {
         switch failure {
-        case .syntax(let offset, let message): corrupt("\(message) at byte \(offset)")
-        case .needMore: corrupt("unexpected end of the document")
+        case .syntax(let offset, let message): corrupt("\(message) at byte \(offset)", whose: whose)
+        case .needMore: corrupt("unexpected end of the document", whose: whose)
         }
     }
 }
