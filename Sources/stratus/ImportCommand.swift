@@ -1,5 +1,5 @@
 import Foundation
-@_spi(StratusEngine) import Stratus
+import Stratus
 import StratusTransfer
 
 /// `stratus import`: records from a file or stdin into the store, re-runnable and resumable.
@@ -250,8 +250,7 @@ struct ImportCommand: Command {
         for schema in try await container.schemas() { readOptions.schemas[schema.recordType] = schema }
         // A plain export names its assets by the store's own content files: a backup restores
         // into the store it came from without --assets-dir.
-        readOptions.storeContentDirectory = container.engine.assetContents(for: database.context)
-            .localDirectory.appendingPathComponent("sha256", isDirectory: true)
+        readOptions.storeContentDirectory = database.assetContentDirectory
         var options = RecordImporter.Options()
         options.writeMode = mode
         options.replacesWithWholeVersions = !modeGiven

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(StratusEngine) import Stratus
+import Stratus
 import StratusPostgres
 import StratusSQLite
 import StratusStores
@@ -371,7 +371,7 @@ struct StoreOptions {
     /// The public database as the store's administrator sees it (`--as-administrator`): no
     /// user, so the security roles, which are the apps' rules, do not limit what it writes.
     static func administratorDatabase(of container: Container) -> Database {
-        Database(engine: container.engine, context: .administrator(containerIdentifier: container.identifier, environment: container.environment, scope: .public, owner: ""))
+        container.administratorPublicDatabase
     }
 
     /// Refuses `--as-administrator` outside the public database: only there do security roles

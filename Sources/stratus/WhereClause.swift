@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-@_spi(StratusEngine) import Stratus
+import Stratus
 import StratusTransfer
 
 /// A command's `--where`, read against the environment's schema before it runs:
@@ -197,7 +197,7 @@ enum WhereClause {
     /// saying which option was wrong.
     private static func checkRunnable(_ predicate: QueryPredicate, recordType: String) throws {
         do {
-            _ = try CompiledQuery(Query(recordType: recordType, predicate: predicate), zoneID: .default, desiredKeys: nil)
+            try Query(recordType: recordType, predicate: predicate).validate()
         } catch let error as StratusError where error.code == .invalidArguments {
             throw UsageError(message: "--where: \(error.message)")
         }

@@ -1,5 +1,5 @@
 import Foundation
-@_spi(StratusEngine) import Stratus
+import Stratus
 import StratusTransfer
 
 /// `stratus zones list|create|delete`: a database's zones.

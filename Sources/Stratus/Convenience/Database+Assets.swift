@@ -15,6 +15,19 @@ extension Database {
         return try await engineCall { _, _ in try database.resolvedContext().userRecordName }
     }
 
+    /// A Stratus extension: the folder of this machine where the store keeps asset content,
+    /// each under its SHA-256 (an SQLite store's `<store>.sqlite.assets/sha256`, PostgreSQL's
+    /// local copies), which the asset URLs of a plain export (one without an assets folder)
+    /// name. Give it as `RecordReadOptions.storeContentDirectory` to import such an export
+    /// back into the store it came from.
+    ///
+    /// ```swift
+    /// options.storeContentDirectory = database.assetContentDirectory
+    /// ```
+    public var assetContentDirectory: URL {
+        engine.assetContents(for: context).localDirectory.appendingPathComponent("sha256", isDirectory: true)
+    }
+
     /// A readable file with an asset's content: the store's own read-only file, which every
     /// record with those bytes shares. Read it only: moving, deleting or writing it (a process
     /// running as root can) changes the store. For a file of the app's own, read the fetched

@@ -42,6 +42,20 @@ public final class Query: NSObject, NSCopying, NSSecureCoding, Sendable {
         super.init()
     }
 
+    /// A Stratus extension: checks the query as an operation checks it before it reads
+    /// anything (its type and field names, the values it compares, its size, and conditions no
+    /// query runs, such as BYTES compared with `==`), so that a tool can refuse it before it
+    /// starts a job.
+    ///
+    /// ```swift
+    /// try Query(recordType: "Photo", predicate: QueryPredicate(format: "rating > 3")).validate()
+    /// ```
+    ///
+    /// - Throws: ``StratusError`` `invalidArguments` naming what is wrong.
+    public func validate() throws {
+        _ = try CompiledQuery(self, zoneID: .default, desiredKeys: nil)
+    }
+
     /// Convenience for `Query(recordType:predicate: try QueryPredicate(format:…))`.
     public convenience init(recordType: String, format: String, _ arguments: any Sendable...) throws {
         self.init(recordType: recordType, predicate: try QueryPredicate(format: format, argumentArray: arguments))
