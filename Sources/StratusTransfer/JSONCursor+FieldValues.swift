@@ -819,9 +819,10 @@ extension JSONCursor {
                 return .success(confinedAsset(inside.path, in: inside.folder, followsSymlinks: false, namesDigest: true))
             }
             if context.assetDirectory != nil || context.assetPaths != .anywhere {
-                let folder = (path as NSString).deletingLastPathComponent
                 let given = context.assetDirectory.map { "outside the assets folder \($0.path)" } ?? "outside the store's own asset folder"
-                return .failure(AssetPathRefusal(message: "names the file '\(path)' by an absolute path \(given); asset files are read only inside the folder named with --assets-dir (in Swift, RecordReadOptions.assetDirectory): to read this one, import with --assets-dir \(folder)"))
+                // The path is the input's word, so the advice names no folder of its choosing
+                // (`/etc`) for the user to open.
+                return .failure(AssetPathRefusal(message: "names the file '\(path)' by an absolute path \(given); asset files are read only inside the folder named with --assets-dir (in Swift, RecordReadOptions.assetDirectory): if the input is yours and its asset files are meant to be read, give --assets-dir the folder that holds them"))
             }
         }
         if let directory = context.assetDirectory {

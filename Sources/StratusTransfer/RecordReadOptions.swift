@@ -18,6 +18,17 @@ public struct RecordReadOptions: Sendable {
     public var format: RecordFormat?
     /// The zone of records whose input names none.
     public var zoneID: RecordZone.ID = .default
+    /// Whether ``zoneID`` was chosen for this input (`stratus import --zone`), rather than
+    /// assumed. An envelope larger than ``maximumRecordSize`` whose `zoneID` the reader cannot
+    /// find ahead of its records (a `records/modify` request may name it after its operations)
+    /// is refused before its first record unless the zone was chosen: its records would
+    /// otherwise go into the default zone, over the records stored there under their names.
+    ///
+    /// ```swift
+    /// options.zoneID = RecordZone.ID(zoneName: "Late")
+    /// options.zoneIsChosen = true
+    /// ```
+    public var zoneIsChosen = false
     /// Schemas by record type; they type the values that carry no `"type"`.
     public var schemas: [String: RecordTypeSchema] = [:]
     /// CSV: the record type of every row when there is no `recordType` column.

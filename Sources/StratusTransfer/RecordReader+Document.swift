@@ -42,6 +42,9 @@ struct Frame {
     /// The zone records of this envelope or zone entry were read into before its `zoneID`
     /// came (beyond what the reader looks ahead): a later `zoneID` naming another zone is refused.
     var zoneUsedBeforeZoneID: RecordZone.ID?
+    /// The object is larger than the reader looks ahead and no `zoneID` was found in what it
+    /// read: whether it names one is known only further on.
+    var zoneBeyondLookAhead = false
     /// A zone entry's `reason`, read before its `serverErrorCode` (CloudKit's order), for the
     /// message that rejects the entry.
     var reason: String?
@@ -101,9 +104,12 @@ extension RecordReader {
                     throw fatal(at: input.start, "expected a record, an array of records or an envelope, found \(JSONCursor.describe(b))")
                 }
                 if try startsEnvelope() {
-                    let zone = try lookAheadForZoneID()
+                    var absent = false, beyond = false
+                    let zone = try lookAheadForZoneID(sawWholeObjectWithout: &absent, beyondLookAhead: &beyond)
                     input.start += 1
-                    frames.append(Frame(kind: .envelope, zoneID: zone))
+                    var envelope = Frame(kind: .envelope, zoneID: zone)
+                    envelope.zoneBeyondLookAhead = beyond
+                    frames.append(envelope)
                     continue
                 }
                 if envelopeAsked { throw fatal(at: input.start, Self.notAnEnvelope("a record object")) }
@@ -141,11 +147,12 @@ extension RecordReader {
                     guard b == UInt8(ascii: "{") else {
                         throw fatal(at: input.start, "an entry of 'zones' must be an object, found \(JSONCursor.describe(b))")
                     }
-                    var entryHasNoZone = false
-                    let zone = try lookAheadForZoneID(sawWholeObjectWithout: &entryHasNoZone)
+                    var entryHasNoZone = false, beyond = false
+                    let zone = try lookAheadForZoneID(sawWholeObjectWithout: &entryHasNoZone, beyondLookAhead: &beyond)
                     input.start += 1
                     var entry = Frame(kind: .zone, zoneID: zone)
                     entry.namesNoZone = entryHasNoZone
+                    entry.zoneBeyondLookAhead = beyond
                     frames.append(entry)
                 case .envelope, .zone:
                     if let rejected = try readMember(of: top.kind, frame: last) { return rejected }
@@ -173,14 +180,11 @@ extension RecordReader {
     /// operations, and JSON gives its members no order. The object is buffered for this up to
     /// the record size limit; past it, the zone applies from where it appears, and one that
     /// comes after records read into another zone is refused then.
-    private func lookAheadForZoneID() throws -> RecordZone.ID? {
-        var ignored = false
-        return try lookAheadForZoneID(sawWholeObjectWithout: &ignored)
-    }
-
-    /// ``lookAheadForZoneID()``, telling in `absent` whether the whole object was read and has
-    /// no `zoneID` member (not: one further than the look-ahead, or one that does not read).
-    private func lookAheadForZoneID(sawWholeObjectWithout absent: inout Bool) throws -> RecordZone.ID? {
+    ///
+    /// Tells in `absent` whether the whole object was read and has no `zoneID` member (not: one
+    /// further than the look-ahead, or one that does not read), and in `beyond` whether the
+    /// object is larger than the look-ahead and its part read has none.
+    private func lookAheadForZoneID(sawWholeObjectWithout absent: inout Bool, beyondLookAhead beyond: inout Bool) throws -> RecordZone.ID? {
         while true {
             var c = JSONCursor(base: input.storage, limit: input.end, isComplete: input.isEOF, pos: input.start, depth: frames.count)
             do throws(ScanFailure) {
@@ -200,8 +204,12 @@ extension RecordReader {
                 return nil
             } catch {
                 // Broken JSON is named by the reading that follows, where it stands.
-                guard case .needMore = error, input.available <= options.maximumRecordSize,
-                      try input.fill(minimum: max(input.refillMinimum, input.available)) else { return nil }
+                guard case .needMore = error else { return nil }
+                guard input.available <= options.maximumRecordSize else {
+                    beyond = true
+                    return nil
+                }
+                guard try input.fill(minimum: max(input.refillMinimum, input.available)) else { return nil }
             }
         }
     }
@@ -363,8 +371,22 @@ extension RecordReader {
             }
             return (c.materialize(scan, zone: zone, zoneIsKnown: zoneIsKnown, fromAnswer: fromAnswer, context: context), start)
         }
-        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
+        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected {
+            try checkZoneKnownBeyondLookAhead(recordStart: recordStart)
+            noteZoneUsed(zone)
+        }
         return result(decoded, recordStart: recordStart)
+    }
+
+    /// Refuses, before its first record is read, a record list whose envelope or zone entry is
+    /// larger than the look-ahead without a `zoneID` in its first part, when the caller did not
+    /// choose the zone: its records' zone is unknown until the `zoneID` (if any) comes, and
+    /// guessing the default zone would write them over the records stored there.
+    private func checkZoneKnownBeyondLookAhead(recordStart: Int) throws {
+        guard !options.zoneIsChosen, !frames.contains(where: { $0.zoneID != nil }),
+              let frame = frames.last(where: { $0.zoneBeyondLookAhead }), frame.zoneUsedBeforeZoneID == nil else { return }
+        let what = frame.kind == .envelope ? "the envelope" : "an entry of 'zones'"
+        throw fatal(at: recordStart, "\(what) is larger than \(options.maximumRecordSize) bytes and names no zoneID before its records within them, so the zone of its records that name none is unknown before they are read: write its zoneID before its records, or choose the zone (stratus import --zone ZONE: the zone its zoneID names, or _defaultZone when it names none); none of them was read")
     }
 
     /// Notes that a record naming no zone went into `zone` while no envelope or zone entry
@@ -396,7 +418,10 @@ extension RecordReader {
             }
             return try read(&c, start, zone, zoneIsKnown)
         }
-        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected { noteZoneUsed(zone) }
+        if !zoneIsKnown, !scan.hasZone, !decoded.isRejected {
+            try checkZoneKnownBeyondLookAhead(recordStart: recordStart)
+            noteZoneUsed(zone)
+        }
         return result(decoded, recordStart: recordStart)
     }
 

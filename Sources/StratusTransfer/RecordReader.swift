@@ -162,7 +162,16 @@ public final class RecordReader {
         self.detectedFormat = options.format ?? .ndjson
         try skipByteOrderMark()
         try refuseUTF16()
-        if options.format == nil { detectedFormat = try detectFormat() }
+        if options.format == nil {
+            let blank = try skipBlankLines()
+            detectedFormat = try detectFormat()
+            if detectedFormat == .ndjson {
+                // The NDJSON reader counts lines itself: the blank ones before the first record
+                // are lines of the file, and spaces before it on its line are columns of it.
+                lineNumber = blank.lines
+                if blank.lineStart >= input.baseOffset && blank.lineStart <= input.baseOffset + input.start { input.start = blank.lineStart - input.baseOffset }
+            }
+        }
         input.countsLines = detectedFormat != .ndjson
         if detectedFormat == .csv { try readCSVHeader() }
     }
@@ -273,6 +282,25 @@ public final class RecordReader {
     }
 
     /// The first byte that is not whitespace, reading as needed; nil at the end of the input.
+    /// Skips the whitespace before the input's first item, answering how many lines it ended
+    /// and the input offset where the first item's line starts.
+    private func skipBlankLines() throws -> (lines: Int, lineStart: Int) {
+        var lines = 0
+        var lineStart = input.baseOffset + input.start
+        while true {
+            while input.start < input.end {
+                let b = input.storage[input.start]
+                guard b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 else { return (lines, lineStart) }
+                input.start += 1
+                if b == 0x0A {
+                    lines += 1
+                    lineStart = input.baseOffset + input.start
+                }
+            }
+            guard try input.fill() else { return (lines, lineStart) }
+        }
+    }
+
     func peekSignificant() throws -> UInt8? {
         while true {
             while input.start < input.end {
@@ -447,7 +475,8 @@ public final class RecordReader {
                     break
                 }
                 searched = input.available
-                if searched > options.maximumRecordSize {
+                // One byte more than the limit may be a CRLF line's carriage return.
+                if searched > options.maximumRecordSize + 1 {
                     // Drop the line's bytes as they come; only its end is needed.
                     oversized = true
                     input.start = input.end
@@ -455,8 +484,10 @@ public final class RecordReader {
                 }
                 try input.fill()
             }
-            // A line that came whole with the last fill can be longer than the limit too.
-            if lineEnd - input.start > options.maximumRecordSize { oversized = true }
+            // A line that came whole with the last fill can be longer than the limit too; a
+            // CRLF line's carriage return is not the record's.
+            let contentEnd = lineEnd > input.start && input.storage[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd
+            if contentEnd - input.start > options.maximumRecordSize { oversized = true }
             lineNumber += 1
             let lineStart = input.start
             input.start = min(lineEnd + 1, input.end)

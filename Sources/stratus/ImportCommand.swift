@@ -195,6 +195,7 @@ struct ImportCommand: Command {
         var readOptions = RecordReadOptions()
         readOptions.format = format ?? (inputPath?.lowercased().hasSuffix(".csv") == true ? .csv : nil)
         readOptions.zoneID = store.zoneID
+        readOptions.zoneIsChosen = store.zoneGiven
         readOptions.csvRecordType = csvType
         readOptions.csvTypes = csvTypes
         readOptions.csvEncryptedFields = csvEncryptedFields

@@ -220,6 +220,13 @@ struct JobFileTests {
         let damaged = try file("damaged.checkpoint", #"{"input":"in.csv","committedItems":"many"}"#)
         #expect(refusal(naming: damaged) { _ = try ImportCheckpointFile(path: damaged, input: "in.csv").load() }
                 == .damaged("member 'committedItems' holds a value of another type"))
+        for (name, counts) in [("negative", #""committedItems":-5"#), ("pending", #""committedItems":5,"pendingItems":[-7]"#), ("rejected", #""committedItems":5,"rejectedItems":-1"#)] {
+            let edited = try file("\(name).checkpoint", #"{"input":"in.csv",\#(counts)}"#)
+            guard case .damaged? = refusal(naming: edited, { _ = try ImportCheckpointFile(path: edited, input: "in.csv").load() }) else {
+                Issue.record("\(name): counts no run writes are damage")
+                continue
+            }
+        }
         let badPosition = try file("position.checkpoint", #"{"command":"nightly","job":"pipeline-1","position":"sti1_many"}"#)
         guard case .damaged? = refusal(naming: badPosition, { _ = try PipelineCheckpointFile(path: badPosition, belongsTo: "nightly").load() }) else {
             Issue.record("a position that does not read is damage")

@@ -30,10 +30,34 @@ struct EnvelopeMemberTests {
         }
     }
 
-    @Test("a zoneID further than the reader looks ahead, after records read into another zone, is refused")
+    @Test("an envelope or zone entry larger than the look-ahead, without a zoneID in it, is refused before its records unless the zone was chosen", arguments: [
+        #"{"zones":[{"records":[\#(records(40))],\#(zoneJSON)}]}"#,
+        #"{"operations":[\#((0..<40).map { #"{"operationType":"forceUpdate","record":\#(record("r\($0)"))}"# }.joined(separator: ","))],\#(zoneJSON)}"#,
+        #"{"records":[\#(records(40))]}"#,
+    ])
+    func zoneUnknownBeyondLookAhead(input: String) throws {
+        var options = RecordReadOptions()
+        options.maximumRecordSize = 500
+        do {
+            let items = try readFromFile(Data(input.utf8), chunkSize: 64, options)
+            Issue.record("read \(items.count) records into a zone the input may not name")
+        } catch let error as StratusError {
+            #expect(error.message.contains("is larger than 500 bytes and names no zoneID before its records"), "\(error)")
+            #expect(error.line == 1 && error.column == column(of: #"{"recordName":"r0""#, in: input), "at the first record: \(error)")
+        }
+        // Chosen: the records go there (a later zoneID naming another zone is refused, below).
+        var chosen = options
+        chosen.zoneID = Self.zone
+        chosen.zoneIsChosen = true
+        let read = try readFromFile(Data(input.utf8), chunkSize: 64, chosen)
+        #expect(read.count == 40 && read.allSatisfy { $0.record?.recordID.zoneID == Self.zone })
+    }
+
+    @Test("a zoneID further than the reader looks ahead, after records read into the zone chosen for the input, is refused when it names another")
     func lateZoneBeyondLookAhead() throws {
         var options = RecordReadOptions()
         options.maximumRecordSize = 500
+        options.zoneIsChosen = true
         let input = #"{"zones":[{"records":[\#(Self.records(40))],\#(Self.zoneJSON)}]}"#
         let url = scratchFile()
         try Data(input.utf8).write(to: url)

@@ -218,6 +218,41 @@ struct RejectionTests {
         #expect(throws: (any Error).self) { try readAll("{\n  \"records\" [\n") }
     }
 
+    @Test("blank lines and spaces before the first NDJSON record count: later rejections name their own lines, and the first record's columns count its indent", arguments: ["", "\n", "\n\n  \n", "\t\r\n \n", "\u{FEFF}\n"])
+    func leadingBlankLines(prefix: String) throws {
+        let good = #"{"recordName":"good","recordType":"T","fields":{"good":{"value":1}}}"#
+        let bad = #"{"recordName":"bad","recordType":"T","fields":{"n":{"value":1,"type":"NO_SUCH_TYPE"}}}"#
+        let blankLines = prefix.unicodeScalars.filter { $0 == "\n" }.count
+        let unindented = try #require(try readAll(bad + "\n").first?.rejection)
+        for format in [nil, RecordFormat.ndjson] {
+            let items = try readAll(prefix + good + "\n\n" + bad + "\n", format: format)
+            #expect(items.compactMap(\.record).map(\.recordID.recordName) == ["good"], "\(prefix.debugDescription)")
+            #expect(items.compactMap(\.rejection).map(\.line) == [blankLines + 3], "\(prefix.debugDescription), \(String(describing: format))")
+            let indented = try readAll(prefix + "    " + bad + "\n", format: format)
+            let rejection = try #require(indented.first?.rejection, "\(indented)")
+            #expect(rejection.line == blankLines + 1 && rejection.column == unindented.column + 4, "\(prefix.debugDescription): \(rejection)")
+        }
+    }
+
+    @Test("an NDJSON line of exactly the record limit reads with a CRLF ending as with LF; one byte more is rejected either way")
+    func crlfAtTheLimit() throws {
+        let record = #"{"recordName":"r","recordType":"T","fields":{"s":{"value":""#
+        let end = #"","type":"STRING"}}}"#
+        let limit = 200
+        func line(_ size: Int) -> String { record + String(repeating: "x", count: size - record.utf8.count - end.utf8.count) + end }
+        for ending in ["\n", "\r\n"] {
+            for chunkSize in [16, 1 << 16] {
+                var options = RecordReadOptions()
+                options.maximumRecordSize = limit
+                options.format = .ndjson
+                let exact = try readFromFile(Data((line(limit) + ending + line(limit) + ending).utf8), chunkSize: chunkSize, options)
+                #expect(exact.compactMap(\.record).count == 2, "\(ending.debugDescription), chunks of \(chunkSize): \(exact)")
+                let over = try readFromFile(Data((line(limit + 1) + ending + line(limit) + ending).utf8), chunkSize: chunkSize, options)
+                #expect(over.compactMap(\.rejection).map(\.line) == [1] && over.compactMap(\.record).count == 1, "\(ending.debugDescription), chunks of \(chunkSize): \(over)")
+            }
+        }
+    }
+
     @Test("a record read from JSON and then changed is validated like any other: a bad key set later is refused")
     func changedAfterReading() throws {
         let reader = try RecordReader(data: Data(#"{"recordName":"r1","recordType":"T","fields":{"a":{"value":1,"type":"INT64"}}}"#.utf8), options: RecordReadOptions())

@@ -99,6 +99,10 @@ public final class ImportCheckpointFile: ImportCheckpointStore {
             // wrote into theirs.
             throw file.refusal(.belongsToAnotherJob("the import into \(saved) (this one imports into \(destination))"))
         }
+        // Counts no run writes: a file edited or damaged, whose position would mean nothing.
+        if contents.committedItems < 0 || (contents.rejectedItems ?? 0) < 0 || (contents.pendingItems ?? []).contains(where: { $0 < 0 }) {
+            throw file.refusal(.damaged("its counts of items are out of range (committedItems \(contents.committedItems))"))
+        }
         return ImportCheckpoint(itemsSettled: contents.committedItems, job: contents.job, pendingItems: contents.pendingItems ?? [],
                                 itemsRejected: contents.rejectedItems ?? 0, unreportedRejections: contents.unreportedRejects ?? [])
     }
