@@ -31,7 +31,8 @@ extension Container {
     ///   it stops the program with the store's error (naming a PostgreSQL store without its
     ///   password). `try CKContainer(identifier:store:userName:)` opens the same store and throws instead.
     public convenience init(identifier: String) {
-        self.init(identifier: identifier, engine: Container.defaultStoreEngine(for: identifier, caller: "CKContainer(identifier: \"\(identifier)\")"),
+        let shown = identifier.contains("://") ? "a URL" : "\"\(identifier)\""
+        self.init(identifier: identifier, engine: Container.defaultStoreEngine(for: identifier, caller: "CKContainer(identifier: \(shown))"),
                   userName: nil)
     }
 

@@ -282,10 +282,13 @@ public final class PostgresConnection {
     }
 
     static func serverDescription(_ connection: OpaquePointer) -> String {
-        let host = PQhost(connection).map { String(cString: $0) } ?? ""
-        let port = PQport(connection).map { String(cString: $0) } ?? ""
+        serverDescription(host: PQhost(connection).map { String(cString: $0) } ?? "", port: PQport(connection).map { String(cString: $0) } ?? "")
+    }
+
+    /// A server as messages name it: `host:port`, an IPv6 address in brackets as in a URL
+    /// (`::1:5432` reads as another address), a Unix socket as its file.
+    static func serverDescription(host: String, port: String) -> String {
         if host.hasPrefix("/") || host.hasPrefix("@") { return "\(host)/.s.PGSQL.\(port)" }
-        // An IPv6 address in brackets, as in a URL: `::1:5432` reads as another address.
         return "\(host.isEmpty ? "localhost" : host.contains(":") ? "[\(host)]" : host):\(port)"
     }
 

@@ -63,7 +63,7 @@ public final class PostgresConnectionPool: @unchecked Sendable {
         redactedURL = PostgresConnectionString.redacted(url)
         let host = written["host"] ?? written["hostaddr"] ?? ProcessInfo.processInfo.environment["PGHOST"] ?? "localhost"
         let port = written["port"] ?? ProcessInfo.processInfo.environment["PGPORT"] ?? "5432"
-        server = "\(host):\(port)"
+        server = PostgresConnection.serverDescription(host: host, port: port)
         Self.livePools.withLock { pools in
             pools.removeAll { $0.pool == nil }
             pools.append(WeakPool(pool: self))

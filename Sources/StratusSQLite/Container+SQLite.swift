@@ -51,7 +51,10 @@ extension SQLiteEngine {
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
         // The XDG specification says to ignore a relative XDG_DATA_HOME.
         let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/share"
-        let safeName = String(containerIdentifier.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" ? $0 : "_" })
+        // An identifier that is a URL (refused by every operation) names no file after itself:
+        // it may hold a password.
+        let safeName = containerIdentifier.contains("://") ? "refused-container-identifier"
+            : String(containerIdentifier.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" ? $0 : "_" })
         return dataHome + "/stratus/" + safeName + ".sqlite"
     }
 

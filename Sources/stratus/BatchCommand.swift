@@ -27,15 +27,15 @@ struct BatchCommand {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, readEnd, STDIN_FILENO)
-        // The tool ignores SIGPIPE, and the signals it handles until it handles them; the
-        // command gets the default dispositions back (ignored signals survive exec), but for
-        // those the tool was started ignoring, which stay ignored for it too.
+        // The tool ignores SIGPIPE and SIGXFSZ, and the signals it handles until it handles
+        // them; the command gets the default dispositions back (ignored signals survive exec),
+        // but for those the tool was started ignoring, which stay ignored for it too.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         var defaults = sigset_t()
         sigemptyset(&defaults)
-        for number in [SIGPIPE] + Interruption.handledSignals { sigaddset(&defaults, number) }
+        for number in [SIGPIPE, SIGXFSZ] + Interruption.handledSignals { sigaddset(&defaults, number) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         // Nor does it inherit the signals this thread blocks (a blocked SIGTERM would keep a
         // process group's stop from reaching it).

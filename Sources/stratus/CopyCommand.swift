@@ -147,7 +147,7 @@ struct CopyCommand: Command {
 extension CopyCommand {
     /// Whether `user` owns a private database of `engine`'s, or created a public record there.
     static func hasRecords(_ user: String, in engine: any StorageEngine) async -> Bool {
-        guard let inventory = try? await Container(identifier: "inventory", engine: engine, userName: user).storeInventory() else { return false }
+        guard let inventory = try? await Container.anonymous(identifier: "inventory", engine: engine).storeInventory() else { return false }
         for entry in inventory.databases {
             let container = Container(identifier: entry.containerIdentifier, engine: engine, userName: user, environment: entry.environment)
             guard let me = try? await container.userRecordID() else { continue }

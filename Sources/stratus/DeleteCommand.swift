@@ -17,7 +17,8 @@ struct DeleteCommand: Command {
         Records that reference a deleted record with .deleteSelf are deleted with it. Deleting
         needs --yes; --dry-run only counts what would be deleted. The summary says how many
         records were deleted and how many names had no record (not an error: a delete can be
-        run again). SIGINT, SIGTERM or SIGHUP stops after the current batch (exit 130/143/129).
+        run again). SIGINT, SIGTERM or SIGHUP stops after the current batch (exit 130/143/129;
+        one the command was started ignoring, as nohup and a script's `&` do, stays ignored).
 
         With --type, the matching records are read from one snapshot of the store and deleted a
         batch at a time, each batch in one transaction; with --checkpoint, that transaction also

@@ -62,7 +62,8 @@ struct ImportCommand: Command {
         rejected (referenceViolation) at the end of the input.
 
         SIGINT, SIGTERM or SIGHUP stops after the current batch and saves the checkpoint (exit
-        130/143/129).
+        130/143/129; one the command was started ignoring, as nohup and a script's `&` do,
+        stays ignored).
         """
     static let options: [Option] = [
         Option("--format", "FORMAT", "ndjson, json, envelope or csv", default: "detected; files ending in .csv, and a first line that is a CSV header, are CSV"),

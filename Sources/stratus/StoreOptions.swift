@@ -94,9 +94,7 @@ struct StoreOptions {
         if let container = arguments.value("--container") {
             // A store's URL given as the container (`--container "$STRATUS_STORE"`) would name a
             // new store file after it, password included, and be kept in that store.
-            if container.contains("://") || PostgresEngine.isStoreURL(container) {
-                throw UsageError(message: "--container takes a container identifier (such as iCloud.com.example.app), not a store: the value given looks like a URL (it is not repeated here: it may hold a password); name the store with --store")
-            }
+            try Self.refuseURL(container, as: "--container", naming: "a container identifier (such as iCloud.com.example.app)")
             containerIdentifier = container
         }
         if let database = arguments.value("--database") {
@@ -110,6 +108,7 @@ struct StoreOptions {
         }
         zoneOwner = arguments.value("--zone-owner")
         if let zoneName = arguments.value("--zone") {
+            try Self.refuseURL(zoneName, as: "--zone", naming: "a zone (such as Notes)")
             zoneID = zone(named: zoneName)
             zoneGiven = true
         }
@@ -202,6 +201,15 @@ struct StoreOptions {
             return message.replacingOccurrences(of: programAdvice, with: replacement)
         }
         return message.contains("signed-in user") ? "\(message) (\(advice))" : message
+    }
+
+    /// Refuses a store's URL given where a name goes (`--container "$STRATUS_STORE"`): the name
+    /// would be kept in the store and printed later, or name a file, password and all.
+    ///
+    /// - Throws: ``UsageError`` that does not repeat the value.
+    static func refuseURL(_ value: String, as option: String, naming what: String) throws {
+        guard value.contains("://") || PostgresEngine.isStoreURL(value) else { return }
+        throw UsageError(message: "\(option) takes \(what), not a store: the value given looks like a URL (it is not repeated here: it may hold a password); name the store with --store")
     }
 
     /// What makes a store, for the message of a command that needs one that does not exist.

@@ -37,7 +37,8 @@ struct UpdateCommand: Command {
         the last committed batch: every matching record is updated exactly once. The file is
         removed when the update ends.
 
-        SIGINT, SIGTERM or SIGHUP stops after the current batch (exit 130/143/129).
+        SIGINT, SIGTERM or SIGHUP stops after the current batch (exit 130/143/129;
+        one the command was started ignoring, as nohup and a script's `&` do, stays ignored).
         """
     static let options: [Option] = [
         Option.recordType,
@@ -144,7 +145,7 @@ struct UpdateCommand: Command {
                 StratusCommand.log("the earlier runs of the checkpoint \(checkpointPath ?? "") failed \(Progress.grouped(summary.failedInEarlierRuns)) records, more than --max-errors \(maxErrors ?? 0) allows: nothing more was updated; to go on past them, run again with a larger --max-errors (the limit counts the whole job's failures), or remove the checkpoint to start over")
             } else {
                 let earlier = summary.failedInEarlierRuns > 0 ? ", counting \(Progress.grouped(summary.failedInEarlierRuns)) failed by the earlier runs of this checkpoint" : ""
-                StratusCommand.log("stopped after \(Progress.grouped(summary.failed + summary.failedInEarlierRuns)) failed records\(earlier) (--max-errors \(maxErrors ?? 0)); nothing after that batch was written")
+                StratusCommand.log("stopped after \(Progress.grouped(summary.failed + summary.failedInEarlierRuns)) failed records\(earlier) (--max-errors \(maxErrors ?? 0)); " + (dryRun ? "the records after that batch were not checked" : "nothing after that batch was written"))
             }
             progress.finish("stopped by an error: " + line(summary), json: json(summary))
             return .dataError

@@ -53,6 +53,7 @@ struct ZonesCommand: Command {
             action = .list
         case "create", "delete":
             if words.isEmpty { throw UsageError(message: "name at least one zone to \(verb)") }
+            for word in words { try StoreOptions.refuseURL(word, as: "zones \(verb)", naming: "zone names (such as Notes)") }
             action = verb == "create" ? .create(words) : .delete(words)
         default:
             throw UsageError(message: "unknown zones action '\(verb)'; say list, create or delete")

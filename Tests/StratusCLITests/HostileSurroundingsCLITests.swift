@@ -284,9 +284,9 @@ struct HostileSurroundingsCLITests {
                 #expect(!result.stderr.contains("s3cretPW") && result.stderr.contains("***"), "\(result)")
             }
             // A store's URL given as the container would have named a new store file after it.
-            for command in [["import", "--quiet"], ["count", "--type", "Note"]] {
-                let result = try await cli.run(command + ["--container", url], stdin: Input.notes(1))
-                #expect(result.exitCode == 64 && result.stderr.contains("--container takes a container identifier"), "\(result)")
+            for command in [["import", "--quiet", "--container", url], ["count", "--type", "Note", "--container", url], ["import", "--quiet", "--zone", url], ["zones", "create", url]] {
+                let result = try await cli.run(command, stdin: Input.notes(1))
+                #expect(result.exitCode == 64 && result.stderr.contains("takes ") && result.stderr.contains("not a store"), "\(result)")
                 #expect(!result.stderr.contains("s3cretPW"), "\(result)")
             }
             let info = try await cli.run(["info"])

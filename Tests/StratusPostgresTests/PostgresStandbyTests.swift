@@ -28,6 +28,16 @@ struct PostgresStandbyTests {
             }
             throw PostgresTestServerError(message: "the standby did not catch up")
         }
+        // pg_wal_replay_pause() asks for a pause; the standby looks at the request before it
+        // replays each record, so no write after it is replayed (the state reads "paused" only
+        // once a record waits).
+        func pauseReplay() throws {
+            _ = try standbyConnection.query("SELECT pg_wal_replay_pause()")
+            let state = try standbyConnection.query("SELECT pg_get_wal_replay_pause_state()")[0].text(0)
+            guard state == "pause requested" || state == "paused" else { throw PostgresTestServerError(message: "the standby's replay is \(state ?? "in no known state")") }
+        }
+        // A failure while paused leaves no paused standby to the suites after this one.
+        defer { _ = try? standbyConnection.query("SELECT pg_wal_replay_resume()") }
 
         try await TestDatabase.save(makeRecords("Item", count: 200) { ["n": .int64(Int64($0))] }, in: writer)
         try caughtUp()
@@ -36,7 +46,7 @@ struct PostgresStandbyTests {
         #expect(first.modificationResultsByID.count == 200)
 
         // Replay paused: the standby lags the primary by 100 records.
-        _ = try standbyConnection.query("SELECT pg_wal_replay_pause()")
+        try pauseReplay()
         try await TestDatabase.save(makeRecords("Item", count: 100, prefix: "late") { ["n": .int64(Int64($0))] }, in: writer)
         #expect(try await reader.countRecords(matching: Query(recordType: "Item")) == 200, "the count is the standby's")
         var exported = 0
@@ -62,7 +72,7 @@ struct PostgresStandbyTests {
         #expect(try await writer.record(for: Record.ID(recordName: "via-reader")).recordType == "Item")
 
         // Jobs that write what they read read the primary: the lagging standby hides what was just saved.
-        _ = try standbyConnection.query("SELECT pg_wal_replay_pause()")
+        try pauseReplay()
         try await TestDatabase.save(makeRecords("Job", count: 50, prefix: "job") { ["n": .int64(Int64($0))] }, in: writer)
         #expect(try await reader.countRecords(matching: Query(recordType: "Job")) == 0, "the standby lags")
         let latest = QueryOperation(query: Query(recordType: "Job"))

@@ -1,6 +1,7 @@
 import Foundation
 import Stratus
 import StratusTestSupport
+import StratusSQLite
 import StratusTransfer
 import Testing
 
@@ -44,6 +45,23 @@ struct AdministrationAPITests {
             let file = try await database.assetContentURL(for: try #require(stored["image"] as? Asset))
             #expect(file.deletingLastPathComponent().standardizedFileURL.path == database.assetContentDirectory.standardizedFileURL.path, "\(file.path)")
             #expect(FileManager.default.contents(atPath: file.path) == Data(repeating: 7, count: 2_000))
+        }
+    }
+
+    @Test("a container identifier that is a store's URL is refused without being repeated, and names no store file")
+    func urlAsContainerIdentifier() async throws {
+        let url = "postgresql://app:s3cret-pw@db1/app"
+        let refusal = #expect(throws: StratusError.self) { try Container.checkIdentifier(url) }
+        #expect(refusal?.code == .badContainer && refusal?.message.contains("s3cret") == false, "\(String(describing: refusal))")
+        #expect(!SQLiteEngine.defaultStorePath(containerIdentifier: url).contains("s3cret"))
+        try await SQLiteFixture.with { fixture in
+            let container = Container(identifier: url, engine: fixture.engine, userName: "alice")
+            for database in [container.publicCloudDatabase, container.administratorPublicDatabase] {
+                let failed = await caughtError { try await TestDatabase.save([makeRecord("Note", "n1", [:])], in: database) }
+                #expect(stratusError(failed)?.code == .badContainer && "\(String(describing: failed))".contains("s3cret") == false, "\(String(describing: failed))")
+            }
+            let inventory = try await Container(identifier: "com.example.tests", engine: fixture.engine).storeInventory()
+            #expect(!inventory.databases.contains { $0.containerIdentifier.contains("s3cret") }, "nothing was stored under the URL: \(inventory.databases.map(\.containerIdentifier))")
         }
     }
 

@@ -73,6 +73,20 @@ public final class Container: NSObject, Sendable {
     /// let zones = try await container.sharedCloudDatabase.allRecordZones()   // [] until shares can be accepted
     /// ```
     public let sharedCloudDatabase: Database
+    /// A Stratus extension: the public database as the store's administrator sees it, for
+    /// backups, restores and whole-store copies (`stratus import --as-administrator`). It acts
+    /// as no user: the public database's security roles (the apps' rules) do not limit what it
+    /// reads and writes, production's index rules do not refuse its queries, and it reads any
+    /// asset content the store holds. A record it saves keeps the creator and modifier it
+    /// holds: a new record must name them (as a backup's records do), and a change it makes
+    /// is not attributed to anyone new. Whoever can open the store can act as its
+    /// administrator: on SQLite, whoever can read and write the file; on PostgreSQL, the
+    /// server's roles and row-level security still decide what the connection reaches.
+    ///
+    /// ```swift
+    /// let summary = try await RecordImporter(database: container.administratorPublicDatabase).run(from: backup)
+    /// ```
+    public let administratorPublicDatabase: Database
 
     let user: ContainerUser
     let retryPolicy: RetryPolicy
@@ -133,6 +147,9 @@ public final class Container: NSObject, Sendable {
         publicCloudDatabase = database(.public)
         privateCloudDatabase = database(.private)
         sharedCloudDatabase = database(.shared)
+        administratorPublicDatabase = Database(
+            engine: engine, context: .administrator(containerIdentifier: identifier, environment: environment, scope: .public, owner: ""),
+            user: nil, retryPolicy: retryPolicy, refusal: user.refusal.flatMap { $0.code == .badContainer ? $0 : nil })
         super.init()
     }
 
@@ -215,6 +232,11 @@ public final class Container: NSObject, Sendable {
     /// - Throws: ``StratusError`` `badContainer` naming the problem.
     public static func checkIdentifier(_ identifier: String) throws(StratusError) {
         if identifier.isEmpty { throw StratusError(.badContainer, "a container identifier cannot be empty") }
+        // A store's URL given as the container (an environment file's STRATUS_CONTAINER mixed
+        // up with STRATUS_STORE) would name a store file and be kept, password and all.
+        if identifier.contains("://") {
+            throw StratusError(.badContainer, "the container identifier looks like a URL (it is not repeated here: it may hold a password); a container identifier names an app's container, such as iCloud.com.example.notes, and a store is named apart (storePath:, postgresURL:, $STRATUS_STORE)")
+        }
         if identifier.utf8.count > Naming.maximumIdentifierLength {
             throw StratusError(.badContainer, "container identifier '\(identifier.prefix(40))…' is longer than \(Naming.maximumIdentifierLength) bytes")
         }

@@ -63,6 +63,9 @@ public final class Database: Sendable {
 
     /// Who the database's operations act as; `nil`: ``context`` as it is.
     let user: ContainerUser?
+    /// Why no operation of a database without a user can run: the administrator's database of
+    /// a container opened with an identifier CloudKit refuses.
+    let refusal: StratusError?
 
     /// What `configuredWith(configuration:group:body:)` gives the
     /// operations this database runs.
@@ -75,11 +78,12 @@ public final class Database: Sendable {
         self.init(engine: engine, context: context, user: nil, retryPolicy: retryPolicy)
     }
 
-    init(engine: any StorageEngine, context: DatabaseContext, user: ContainerUser?, retryPolicy: RetryPolicy) {
+    init(engine: any StorageEngine, context: DatabaseContext, user: ContainerUser?, retryPolicy: RetryPolicy, refusal: StratusError? = nil) {
         // The shared database reaches what others share with its user, decided in the core.
         self.engine = context.scope == .shared && !(engine is SharedDatabaseEngine) ? SharedDatabaseEngine(base: engine) : engine
         self.context = context
         self.user = user
+        self.refusal = refusal
         self.retryPolicy = retryPolicy
         let queue = OperationQueue()
         queue.name = "stratus.\(context.containerIdentifier).\(context.scope.name)"
@@ -98,6 +102,7 @@ public final class Database: Sendable {
         self.engine = database.engine
         self.context = database.context
         self.user = database.user
+        self.refusal = database.refusal
         self.retryPolicy = database.retryPolicy
         self.operationQueue = database.operationQueue
         self.pipelineQueue = database.pipelineQueue
@@ -118,6 +123,7 @@ public final class Database: Sendable {
     /// - Throws: `notAuthenticated` for the private and shared databases of a container with no
     ///   user; store errors.
     @_spi(StratusEngine) public func resolvedContext() throws -> DatabaseContext {
+        if let refusal { throw refusal }
         if let user { return try user.context(for: context, engine: engine) }
         if context.userRecordName == nil && context.scope != .public {
             throw StratusError(.notAuthenticated, "the \(context.scope.name) database needs a signed-in user")
@@ -194,7 +200,7 @@ public final class Database: Sendable {
 
     func engineCall<T: Sendable>(_ body: @escaping @Sendable (any StorageEngine, DatabaseContext) throws -> T) async throws -> T {
         // A container opened with an identifier or user CloudKit refuses reaches no engine.
-        if let refusal = user?.refusal { throw refusal }
+        if let refusal = user?.refusal ?? refusal { throw refusal }
         let (engine, context) = (self.engine, self.context)
         return try await withCheckedThrowingContinuation { continuation in
             Thread { continuation.resume(with: Result { try body(engine, context) }) }.start()

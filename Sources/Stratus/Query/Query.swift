@@ -42,10 +42,11 @@ public final class Query: NSObject, NSCopying, NSSecureCoding, Sendable {
         super.init()
     }
 
-    /// A Stratus extension: checks the query as an operation checks it before it reads
-    /// anything (its type and field names, the values it compares, its size, and conditions no
-    /// query runs, such as BYTES compared with `==`), so that a tool can refuse it before it
-    /// starts a job.
+    /// A Stratus extension: the checks of a query that need no store (its type and field
+    /// names, the values it compares, its size, and conditions no query runs, such as BYTES
+    /// compared with `==`), so that a tool can refuse it before it starts a job. What depends
+    /// on the schema (an encrypted field, production's indexes, ``Query/missingIndexes(in:)``,
+    /// the READ permission) is refused when the query runs.
     ///
     /// ```swift
     /// try Query(recordType: "Photo", predicate: QueryPredicate(format: "rating > 3")).validate()

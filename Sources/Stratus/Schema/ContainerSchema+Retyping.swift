@@ -128,7 +128,9 @@ extension StorageEngine {
         let (identifier, environment) = Container.Environment.split(storageContainer: storageContainer)
         var zones: [(database: DatabaseContext, zone: StoreInventory.ZoneEntry)] = []
         for database in try inventory().databases where database.containerIdentifier == identifier && database.environment == environment {
-            let context = DatabaseContext.administrator(containerIdentifier: identifier, environment: environment, scope: database.scope, owner: database.owner)
+            var context = DatabaseContext.administrator(containerIdentifier: identifier, environment: environment, scope: database.scope, owner: database.owner)
+            // The check decides a schema write: a lagging standby would hide a record just saved.
+            context.readsLatestCommits = true
             for zone in database.zones { zones.append((context, zone)) }
         }
         return zones

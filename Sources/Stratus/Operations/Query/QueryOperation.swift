@@ -93,13 +93,26 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
     /// lagging standby would hide records just saved, and hand out versions already replaced.
     /// A pipeline whose stages write (a ``ModifyRecordsOperation`` or ``DeleteRecordsOperation``
     /// taking this query's records) reads this way whatever this says, as do ``RecordUpdater``
-    /// and ``RecordDeleter``. Off by default; without a standby it changes nothing.
+    /// and ``RecordDeleter``, unless that stage writes another store. Off by default; without a
+    /// standby it changes nothing. A ``Cursor`` does not keep it: set it again on an operation
+    /// made from one.
     ///
     /// ```swift
     /// let stale = QueryOperation(query: try Query(recordType: "Order", format: "status == 'open'"))
     /// stale.readsLatestCommits = true
     /// ```
     public var readsLatestCommits = false
+
+    /// Whether a stage of `pipeline` writes the store `engine` reads (a stage not given its
+    /// database yet is taken to).
+    private static func writesItsOwnStore(_ pipeline: Pipeline?, engine: any StorageEngine) -> Bool {
+        guard let writers = pipeline?.positionRecordingStages, !writers.isEmpty else { return false }
+        let read = try? engine.storeIdentifier
+        return writers.contains { writer in
+            guard let written = writer.database?.engine else { return true }
+            return written === engine || read == nil || (try? written.storeIdentifier) == read
+        }
+    }
 
     /// Records per page with ``fetchAllResults`` when ``resultsLimit`` is ``maximumResults``:
     /// CloudKit's request limit, so that a page makes one modify request.
@@ -147,8 +160,9 @@ open class QueryOperation: DatabaseOperation, RecordProducingOperation, @uncheck
             return StratusError(.invalidArguments, "QueryOperation.resultsLimit is \(resultsLimit); it must be 0 (as many as a page holds) or more")
         }
         var context = context
-        // Stages that write what this reads would miss, on a lagging standby, what was just saved.
-        if readsLatestCommits || pipeline?.positionRecordingStages.isEmpty == false { context.readsLatestCommits = true }
+        // Stages that write what this reads would miss, on a lagging standby, what was just
+        // saved; a stage writing another store (a copy, an archive) leaves the standby its reads.
+        if readsLatestCommits || Self.writesItsOwnStore(pipeline, engine: engine) { context.readsLatestCommits = true }
         var compiled: CompiledQuery
         var progress: Progress
         let store = try engine.storeIdentifier
