@@ -25,6 +25,11 @@ enum Interruption {
 
     private static let forcing = Atomic<Bool>(false)
 
+    /// Where signal handlers run: a serial queue of its own, which gets a thread even while
+    /// the global queue's threads (as many as the cores) are all blocked in the work, as a
+    /// batch's writer or a wait for an `--exec` command blocks them.
+    private static let handlerQueue = DispatchQueue(label: "stratus.signals")
+
     /// When the first signal came (`DispatchTime` uptime nanoseconds).
     private static let firstSignalTime = Atomic<UInt64>(0)
 
@@ -58,7 +63,7 @@ enum Interruption {
     static func install(_ stop: @escaping @Sendable () -> Void) {
         for number in handledSignals {
             Foundation.signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            let source = DispatchSource.makeSignalSource(signal: number, queue: handlerQueue)
             source.setEventHandler {
                 // A closing terminal sends SIGHUP twice (the shell forwards one, the kernel
                 // sends another to the foreground group): only SIGINT or SIGTERM after the
