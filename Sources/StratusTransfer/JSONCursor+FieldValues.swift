@@ -820,9 +820,15 @@ extension JSONCursor {
             }
             if context.assetDirectory != nil || context.assetPaths != .anywhere {
                 let given = context.assetDirectory.map { "outside the assets folder \($0.path)" } ?? "outside the store's own asset folder"
-                // The path is the input's word, so the advice names no folder of its choosing
-                // (`/etc`) for the user to open.
-                return .failure(AssetPathRefusal(message: "names the file '\(path)' by an absolute path \(given); asset files are read only inside the folder named with --assets-dir (in Swift, RecordReadOptions.assetDirectory): if the input is yours and its asset files are meant to be read, give --assets-dir the folder that holds them"))
+                // The path is the input's word: the advice names its folder only when that is a
+                // Stratus store's content folder (a plain export of another store), never one of
+                // the input's choosing (`/etc`) for the user to open.
+                let folder = (path as NSString).deletingLastPathComponent
+                // `<store>.sqlite.assets/sha256`, or a PostgreSQL engine's `stratus-assets-…/sha256`.
+                let parent = ((folder as NSString).deletingLastPathComponent as NSString).lastPathComponent
+                let storeContent = (folder as NSString).lastPathComponent == "sha256" && (parent.hasSuffix(".assets") || parent.hasPrefix("stratus-assets-"))
+                let advice = storeContent ? "to read this store's files, import with --assets-dir \(folder)" : "if the input is yours and its asset files are meant to be read, give --assets-dir the folder that holds them"
+                return .failure(AssetPathRefusal(message: "names the file '\(path)' by an absolute path \(given); asset files are read only inside the folder named with --assets-dir (in Swift, RecordReadOptions.assetDirectory): \(advice)"))
             }
         }
         if let directory = context.assetDirectory {

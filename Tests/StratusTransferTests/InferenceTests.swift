@@ -269,7 +269,9 @@ struct InferenceTests {
         #expect(try read("file:///srv/export/2024/a.jpg")?.record?.fieldValue(forKey: "f") == .asset(Asset(path: "2024/a.jpg", in: folder)))
         #expect(try read("/var/lib/photos.sqlite.assets/sha256/abc")?.record?.fieldValue(forKey: "f") == .asset(Asset(path: "abc", in: content)))
         let outside = try read("file:///var/lib/other.sqlite.assets/sha256/abc")?.rejection?.message ?? ""
-        #expect(outside.contains("'/var/lib/other.sqlite.assets/sha256/abc' by an absolute path outside the assets folder /srv/export") && outside.contains("give --assets-dir the folder that holds them") && !outside.contains("--assets-dir /var"), "the input chooses no folder to suggest: \(outside)")
+        #expect(outside.contains("'/var/lib/other.sqlite.assets/sha256/abc' by an absolute path outside the assets folder /srv/export") && outside.contains("--assets-dir /var/lib/other.sqlite.assets/sha256"), "another store's content folder is named: \(outside)")
+        let system = try read("/etc/passwd")?.rejection?.message ?? ""
+        #expect(system.contains("give --assets-dir the folder that holds them") && !system.contains("--assets-dir /etc"), "the input chooses no folder to suggest: \(system)")
         let climbing = try read("/srv/export/../../etc/shadow")?.rejection?.message ?? ""
         #expect(climbing.contains("'..' component"), "\(climbing)")
     }
