@@ -180,7 +180,8 @@ struct RefusedArgumentsTests {
             let pictured = Record(recordType: "Trip", recordID: Record.ID(recordName: "t2"))
             pictured.encryptedValues["photo"] = Asset(fileURL: file)
             let asset = stratusError(await caughtError { try await database.save(pictured) })
-            #expect(asset?.code == .invalidArguments && asset?.message.contains("field 'photo'") == true, "\(String(describing: asset))")
+            #expect(asset?.code == .invalidArguments && asset?.message.contains("field 'photo' holds an ASSETID in encryptedValues") == true, "\(String(describing: asset))")
+            #expect(reference?.message.contains("field 'owner' holds a REFERENCE in encryptedValues") == true, "\(String(describing: reference))")
             let diary = Record(recordType: "Trip", recordID: Record.ID(recordName: "t3"))
             diary.encryptedValues["note"] = "Met a marmot"
             diary["owner"] = Record.Reference(recordID: Record.ID(recordName: "someone"), action: .none)

@@ -93,7 +93,7 @@ extension Record {
             // CloudKit encrypts every type but references (the server keeps the zone's graph by
             // them) and assets (their files travel apart).
             if !encrypted.isEmpty, encrypted.contains(key), [.reference, .referenceList, .asset, .assetList].contains(value.type) {
-                throw fail("field '\(key)' holds a \(value.type.rawValue) in encryptedValues, which CloudKit does not encrypt (every type but CKAsset and CKRecord.Reference); save it as a plain field")
+                throw fail("field '\(key)' holds \(value.type.rawValue.hasPrefix("A") ? "an" : "a") \(value.type.rawValue) in encryptedValues, which CloudKit does not encrypt (every type but CKAsset and CKRecord.Reference); save it as a plain field")
             }
         }
         if size > Record.maximumFieldDataSize {
