@@ -45,9 +45,12 @@ final class FailureLog: Sendable {
             line += ",\"error\":"
             JSONText.appendString(error.description, to: &line)
             line += "}\n"
+            let end = try? handle.seekToEnd()
             do {
                 try handle.write(contentsOf: Data(line.utf8))
             } catch {
+                // No half line is left for a line reader to stop at.
+                if let end { try? handle.truncate(atOffset: end) }
                 state.failure = state.failure ?? CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path ?? ""): \(error.localizedDescription)")
             }
         }

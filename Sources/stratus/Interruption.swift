@@ -58,6 +58,12 @@ enum Interruption {
         return signal
     }
 
+    /// The signals that stop at once when they come second, as the stop message names them:
+    /// `SIGINT or SIGTERM`, or `SIGTERM` alone for a command started ignoring SIGINT.
+    private static var secondSignals: String {
+        [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")].filter { handledSignals.contains($0.0) }.map(\.1).joined(separator: " or ")
+    }
+
     /// Call once, from the main thread, before the work starts; `stop` runs on the first signal
     /// (from another thread) and asks the work to stop after its current batch.
     static func install(_ stop: @escaping @Sendable () -> Void) {
@@ -88,7 +94,8 @@ enum Interruption {
                 // On a terminal the signal's ^C (or the live progress line) ends the line first;
                 // a log gets no blank line.
                 let lineBreak = isatty(STDERR_FILENO) == 1 ? "\n" : ""
-                StandardError.write(lineBreak + "stratus: stopping after the current batch (signal \(number)); a second SIGINT or SIGTERM stops at once\n")
+                let second = secondSignals.isEmpty ? "only SIGKILL stops it at once" : "a second \(secondSignals) stops at once"
+                StandardError.write(lineBreak + "stratus: stopping after the current batch (signal \(number)); \(second)\n")
                 stop()
             }
             source.resume()

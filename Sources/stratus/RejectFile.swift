@@ -43,9 +43,13 @@ final class RejectFile: RecordRejectSink {
 
     func flush() throws {
         guard let handle, !buffer.isEmpty else { return }
+        let end = try? handle.seekToEnd()
         do {
             try handle.write(contentsOf: Data(buffer.utf8))
         } catch {
+            // Lines half written (a full disk) are cut off again: the checkpoint keeps them
+            // all as unreported, and a resumed run writes them whole, once.
+            if let end { try? handle.truncate(atOffset: end) }
             throw CommandFailure(.cannotCreateOutput, "cannot write the reject file \(path ?? ""): \(error.localizedDescription)")
         }
         buffer = ""

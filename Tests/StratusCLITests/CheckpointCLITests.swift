@@ -374,6 +374,12 @@ struct CheckpointCLITests {
             #expect(!finished.signalled && finished.exitCode == 0, "the SIGINT it was started ignoring stays ignored: \(finished)")
             #expect(!finished.stderr.contains("stopping after the current batch"), "\(finished)")
             #expect(try await cli.count("Row") == Self.recordCount)
+            // SIGTERM still stops it, and the message names only what stops it at once.
+            let again = try cli.startShell(#"trap '' INT; exec "$STRATUS" import "\#(path)" --batch-size 1000 --checkpoint "\#(checkpoint).2""#)
+            let terminated = try await Self.signal(again, SIGTERM) { (Self.committedItems(checkpoint + ".2") ?? 0) > 0 }
+            let stopped = await again.wait()
+            try #require(terminated, "the second import ended before its checkpoint appeared: \(stopped)")
+            #expect(stopped.exitCode == 143 && stopped.stderr.contains("(signal 15); a second SIGTERM stops at once"), "\(stopped)")
 
             // What the command of `notifications --exec` inherits: SIGINT ignored still, SIGTERM and SIGPIPE by default.
             let delivered = try await cli.shell(#"""

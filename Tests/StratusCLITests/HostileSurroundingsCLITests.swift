@@ -289,6 +289,12 @@ struct HostileSurroundingsCLITests {
                 #expect(result.exitCode == 64 && result.stderr.contains("takes ") && result.stderr.contains("not a store"), "\(result)")
                 #expect(!result.stderr.contains("s3cretPW"), "\(result)")
             }
+            // Nor is a zone named by the input after a URL.
+            let zoned = #"{"records":[{"recordName":"z1","recordType":"Note"}],"zoneID":{"zoneName":"https://u:s3cretPW@h/z"}}"#
+            let named = try await cli.run(["import", "--create-zones", try cli.file("zoned.json", zoned)])
+            #expect(named.exitCode != 0 && !named.stderr.contains("s3cretPW") && named.stderr.contains("a zone name cannot be a URL"), "\(named)")
+            let zones = try await cli.run(["zones", "list"])
+            #expect(!zones.stdout.contains("https") && !zones.stdout.contains("s3cretPW"), "\(zones)")
             let info = try await cli.run(["info"])
             #expect(!info.stdout.contains("s3cretPW") && !info.stdout.contains("container postgresql"), "no container named after the URL: \(info)")
         }

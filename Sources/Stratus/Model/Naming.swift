@@ -120,6 +120,11 @@ public enum Naming {
     /// - Throws: ``StratusError`` `invalidArguments` naming what is wrong.
     public static func checkZoneName(_ name: String) throws(StratusError) {
         if name == RecordZone.ID.defaultZoneName { return }
+        // No zone CloudKit makes is named so, and a store's URL kept as a zone's name would be
+        // printed by every listing, password and all.
+        if name.contains("://") {
+            throw StratusError(.invalidArguments, "a zone name cannot be a URL (it is not repeated here: it may hold a password)")
+        }
         let bytes = name.utf8
         try checkPrintableASCII(bytes, what: "zone name", limit: maximumIdentifierLength, tooLong: "zone name '\(name.prefix(40))…'")
         if bytes.first == UInt8(ascii: "_") {
