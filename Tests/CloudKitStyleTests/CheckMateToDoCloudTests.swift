@@ -342,6 +342,14 @@ struct CheckMateToDoCloudTests {
             // token when it completes"; ToDoCloud keeps only the former, so on a database that
             // fits one batch it fetches from no token each time, and a fetch from no token lists
             // the zones there are, never the ones deleted.
+            // The tablet's start-up save of its zone (which the app adds without waiting) is done
+            // first: run after the deletion, it would make the zone again, a new life of it.
+            let queue = container.privateCloudDatabase.operationQueue
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let after = BlockOperation { continuation.resume() }
+                for operation in queue.operations { after.addDependency(operation) }
+                queue.addOperation(after)
+            }
             _ = try await container.privateCloudDatabase.deleteRecordZone(withID: phone.privateToDoZoneID)
             await awaitCallback { done in tablet.fetchUpdates(in: .privateDatabase) { done(()) } }
             #expect(tablet.lists.count == 1)
