@@ -29,6 +29,18 @@ extension RecordReader: RecordSource {
         }
     }
 
+    /// Passes over up to `count` items: NDJSON lines by finding where they end, without
+    /// reading records from them (a resumed import passes what its checkpoint settled at the
+    /// speed the input is read); the other formats' items as ``nextItem()`` reads them.
+    ///
+    /// - Throws: what ``next()`` throws, for input that cannot be read further.
+    public func skipItems(_ count: Int) throws -> Int {
+        if detectedFormat == .ndjson { return try skipLines(holding: count) }
+        var passed = 0
+        while passed < count, try nextItem() != nil { passed += 1 }
+        return passed
+    }
+
     public var bytesRead: Int { bytesConsumed }
 
     /// Whether a CloudKit changes answer was read: a record of a `changes/zone` answer's

@@ -500,6 +500,60 @@ public final class RecordReader {
         }
     }
 
+    /// Passes over up to `count` NDJSON items (lines that are not blank) without reading
+    /// records from them; answers how many it passed, fewer only where the input ends.
+    func skipLines(holding count: Int) throws -> Int {
+        if let failure { throw failure }
+        do {
+            var passed = 0
+            while passed < count, let holdsItem = try passLine() {
+                if holdsItem { passed += 1 }
+            }
+            return passed
+        } catch let error as StratusError {
+            failure = error
+            throw error
+        }
+    }
+
+    /// Passes one NDJSON line, dropping its bytes as they are read (a line of any length takes
+    /// no more memory than a read): whether ``nextLine()`` would have made an item of it (a
+    /// line holding more than spaces, or longer than the record limit); nil at the input's end.
+    private func passLine() throws -> Bool? {
+        var length = 0
+        var holdsItem = false
+        var lastByte: UInt8 = 0
+        while true {
+            if input.start == input.end {
+                guard !input.isEOF, try input.fill() else {
+                    guard length > 0 else { return nil }
+                    break
+                }
+            }
+            let from = input.start
+            let hit = memchr(input.storage + from, 0x0A, input.end - from)
+            let stop = hit.map { $0.assumingMemoryBound(to: UInt8.self) - input.storage } ?? input.end
+            if !holdsItem {
+                var position = from
+                while position < stop {
+                    let byte = input.storage[position]
+                    if byte != 0x20 && byte != 0x09 && byte != 0x0D { holdsItem = true; break }
+                    position += 1
+                }
+            }
+            length += stop - from
+            if stop > from { lastByte = input.storage[stop - 1] }
+            if hit != nil {
+                input.start = stop + 1
+                break
+            }
+            input.start = stop
+        }
+        lineNumber += 1
+        // A CRLF line's carriage return is not the record's, as in nextLine().
+        return holdsItem || (lastByte == 0x0D ? length - 1 : length) > options.maximumRecordSize
+    }
+
     /// Reads one NDJSON line; nil for a blank line.
     private func parseLine(from lineStart: Int, to lineEnd: Int) -> RecordReadResult? {
         let base = input.storage

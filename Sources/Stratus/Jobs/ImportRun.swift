@@ -76,6 +76,10 @@ final class ImportRun {
     /// Items of the checkpoint this run resumes that were not settled: read again. Until one
     /// is read, a checkpoint past it names it pending (see ``pendingItems(before:)``).
     private var resumedPending: Set<Int> = []
+    /// ``resumedPending`` in input order, and how many of them the reading has passed: the
+    /// settled items between two of them are skipped without being read.
+    private var resumedPendingInOrder: [Int] = []
+    private var resumedPendingPassed = 0
     /// Where the reading is: every item before it is batched, settled, waiting or ready; the
     /// items from it on are not read yet (set when a batch is handed to the store).
     private var readEnd = 0
@@ -185,6 +189,7 @@ final class ImportRun {
                     try checkpointStore.save(ImportCheckpoint(itemsSettled: skip, job: job, pendingItems: pending, itemsRejected: summary.failedInEarlierRuns))
                 }
                 resumedPending = Set(pending)
+                resumedPendingInOrder = resumedPending.sorted()
                 submittedEnd = skip
                 settledEnd = skip
                 // A run stopped by the reject limit is not resumed past it by running it again.
@@ -208,7 +213,23 @@ final class ImportRun {
                 try await batchReady(consumed: consumed)
                 continue
             }
-            guard let item = try await nextItem(consumed: consumed) else { break }
+            if consumed < skip {
+                // What the checkpoint settled is passed without being read, up to the next item
+                // that still waited for its parent then.
+                while resumedPendingPassed < resumedPendingInOrder.count && resumedPendingInOrder[resumedPendingPassed] < consumed { resumedPendingPassed += 1 }
+                let end = resumedPendingPassed < resumedPendingInOrder.count ? min(skip, resumedPendingInOrder[resumedPendingPassed]) : skip
+                if end > consumed {
+                    let wanted = end - consumed
+                    let passed = try await fromInput(consumed: consumed) { try source.skipItems(wanted) } ?? 0
+                    consumed += passed
+                    summary.skipped += passed
+                    report()
+                    // Fewer: the input ended there, or the run was stopped.
+                    if passed < wanted { break }
+                    continue
+                }
+            }
+            guard let item = try await fromInput(consumed: consumed, { try source.nextItem() }) ?? nil else { break }
             let index = consumed
             consumed += 1
             if index < skip && (resumedPending.isEmpty || !resumedPending.contains(index)) {
@@ -462,11 +483,12 @@ final class ImportRun {
         return (try? PreparedSave(record, namesChecked: source.checksRecordNames)) ?? prepared
     }
 
-    /// The source's next item. When the source fails, what was read before is settled first,
-    /// so that the failure says what was written and the checkpoint is past it.
-    private func nextItem(consumed: Int) async throws -> RecordSourceItem? {
+    /// What `read` takes from the source (its next item, or the items it skips). When the
+    /// source fails, what was read before is settled first, so that the failure says what was
+    /// written and the checkpoint is past it; nil when the run was cancelled while reading.
+    private func fromInput<Answer>(consumed: Int, _ read: () throws -> Answer) async throws -> Answer? {
         do {
-            return try source.nextItem()
+            return try read()
         } catch let error as StratusError where error.code == .operationCancelled && importer.isCancelled {
             // A source that saw the stop while reading (RecordReadOptions.stopRequested): the
             // import stops as cancelled, settling what it read before, as between batches.

@@ -23,6 +23,23 @@ public protocol RecordSource: AnyObject {
     ///   did); an item that is bad on its own is ``RecordSourceItem/rejected(_:)`` instead.
     func nextItem() throws -> RecordSourceItem?
 
+    /// Passes over up to `count` items without making them, answering how many it passed
+    /// (fewer only where the input ends): a resumed import passes the items its checkpoint
+    /// says an earlier run settled. The default reads them with ``nextItem()``; a source that
+    /// can pass items faster than it makes them (a reader that only finds where lines end)
+    /// does so here, and must pass exactly the items ``nextItem()`` would have answered.
+    ///
+    /// ```swift
+    /// func skipItems(_ count: Int) throws -> Int {
+    ///     let passed = min(count, records.count)
+    ///     records.removeFirst(passed)
+    ///     return passed
+    /// }
+    /// ```
+    ///
+    /// - Throws: when the input cannot be read further, as ``nextItem()`` does.
+    func skipItems(_ count: Int) throws -> Int
+
     /// How many input bytes were consumed, for progress against the input's size; 0 when unknown.
     var bytesRead: Int { get }
 
@@ -58,6 +75,13 @@ extension RecordSource {
 
     /// Records name no mode of their own: nothing to do.
     public func willSave(as mode: RecordWriteMode) {}
+
+    /// Reads the items with ``nextItem()`` and drops them.
+    public func skipItems(_ count: Int) throws -> Int {
+        var passed = 0
+        while passed < count, try nextItem() != nil { passed += 1 }
+        return passed
+    }
 
     /// Unknown: 0.
     public var bytesRead: Int { 0 }
