@@ -18,6 +18,7 @@ extension EngineConformance {
             TestCase("assets: a save that fails keeps no content, and a collection beside writers removes no named content", failedSavesAndCollectionKeepNothingStray),
             TestCase("assets: what a record's CloudKit JSON held beyond the model is stored and read back", jsonExtrasAreStored),
             TestCase("assets: stored content is named by digest only where a record of the database or the public one names it", contentIsNamedOnlyWhereVisible),
+            TestCase("assets: a record read before another version replaced its asset saves as CloudKit's policies say: a stale tag is serverRecordChanged, .changedKeys writes what changed and keeps the stored asset", staleRecordsWithReplacedAssets),
         ]
     }
 
@@ -113,6 +114,45 @@ extension EngineConformance {
         #expect(try await database.assetContentInventory().count == 0)
         let swept = try await database.collectUnreferencedAssets()
         #expect(swept.removedContents == 0, "writes already removed what they stopped naming")
+    }
+
+    static func staleRecordsWithReplacedAssets(_ env: Environment) async throws {
+        let database = env.container().privateCloudDatabase
+        let original = patternBytes(count: 5_000, seed: 31), replacement = patternBytes(count: 4_000, seed: 32)
+        let record = Record(recordType: "Doc", recordID: Record.ID(recordName: "doc"))
+        record["content"] = Asset(fileURL: try env.store.writeFile("sources/v1.bin", original))
+        record["n"] = 1
+        _ = try await database.save(record)
+        // Two devices read it; the second replaces the asset, whose first content no record
+        // names any more, so the store removes it.
+        let first = try await database.record(for: record.recordID)
+        let second = try await database.record(for: record.recordID)
+        let archived = try await database.record(for: record.recordID)
+        second["content"] = Asset(fileURL: try env.store.writeFile("sources/v2.bin", replacement))
+        let current = try await database.save(second)
+        #expect(try await database.assetContentInventory().count == 1)
+
+        first["n"] = 2
+        let stale = stratusError(await caughtError { try await database.save(first) })
+        #expect(stale?.code == .serverRecordChanged, "\(String(describing: stale))")
+        #expect(stale?.serverRecord?.recordChangeTag == current.recordChangeTag)
+
+        let merged = try await database.modifyRecords(saving: [first], savePolicy: .changedKeys)
+        let saved = try #require(try merged.saveResults[record.recordID]?.get())
+        #expect(saved["n"] as? Int64 == 2)
+        let stored = try await database.record(for: record.recordID)
+        #expect(stored["n"] as? Int64 == 2)
+        try await expectReadable(stored["content"] as? Asset, replacement, in: database, "the second device's asset, kept")
+
+        // Every key sent: the first content would be stored again, and it is gone.
+        archived["n"] = 3
+        let whole = try await database.modifyRecords(saving: [archived], savePolicy: .allKeys, atomically: false)
+        #expect(errorCode(whole.saveResults[record.recordID]) == .assetNotAvailable)
+        // Deleted meanwhile, the record would be made from the save's values, the gone content too.
+        _ = try await database.deleteRecord(withID: record.recordID)
+        let remade = try await database.modifyRecords(saving: [first], savePolicy: .changedKeys, atomically: false)
+        #expect(errorCode(remade.saveResults[record.recordID]) == .assetNotAvailable)
+        #expect(try await database.assetContentInventory().count == 0)
     }
 
     static func remoteAssetsKeepTheirMetadata(_ env: Environment) async throws {

@@ -99,6 +99,7 @@ struct AssetStaging {
         }
         var uploads: [(upload: any AssetUpload, identifier: String)] = []
         var perSave: [Int: SaveUploads] = [:]
+        var unavailable: [Int: Set<String>] = [:]
         var storeFull: StratusError?
         for (index, result) in results.all {
             switch result {
@@ -125,9 +126,17 @@ struct AssetStaging {
             // own), and still be there now that it is held.
             let present = try store.hold(held, holder: hold).subtracting(hidden.subtracting(uploads.map(\.identifier)))
             for (index, staged) in perSave {
-                if let gone = staged.named.subtracting(present).first {
+                let gone = staged.named.subtracting(present)
+                guard let first = gone.first else { continue }
+                let goneKeys = Set(staged.namedByKey.filter { !$0.value.isDisjoint(with: gone) }.keys)
+                if goneKeys.isDisjoint(with: saves[index].changedKeys) {
+                    // Fields the save does not change (a record read before another version
+                    // replaced their content): whether they are written at all, and whether a
+                    // stale change tag is the failure to report, the write decides.
+                    unavailable[index] = goneKeys
+                } else {
                     let id = saves[index].recordID
-                    outcome.failures[index] = StratusError(.assetNotAvailable, "record '\(id.recordName)': the stored content \(gone.prefix(12))… of an asset is not in the store for this database (no longer, or never named by a record here); save the asset from its file (Asset(fileURL:))", recordID: id)
+                    outcome.failures[index] = StratusError(.assetNotAvailable, "record '\(id.recordName)': the stored content \(first.prefix(12))… of an asset is not in the store for this database (no longer, or never named by a record here); save the asset from its file (Asset(fileURL:))", recordID: id)
                     perSave[index] = nil
                 }
             }
@@ -137,7 +146,7 @@ struct AssetStaging {
             throw error
         }
         for (index, staged) in perSave where outcome.failures[index] == nil {
-            outcome.saves[index] = saves[index].replacingAssetFields(staged.fields(store: store))
+            outcome.saves[index] = saves[index].replacingAssetFields(staged.fields(store: store), unavailable: unavailable[index] ?? [])
         }
         return outcome
     }
@@ -164,8 +173,9 @@ struct AssetStaging {
         /// The new values of the save's asset fields, each asset as uploaded or as it was.
         var values: [String: [AssetSlot]] = [:]
         var uploads: [Uploaded] = []
-        /// Content the save names that it did not upload (already stored).
+        /// Content the save names that it did not upload (already stored), and by which fields.
         var named: Set<String> = []
+        var namedByKey: [String: Set<String>] = [:]
 
         enum AssetSlot {
             case kept(Asset)
@@ -216,7 +226,10 @@ struct AssetStaging {
                         work.append((key, position, again, try AssetSource.open(again, maximumSize: maximumSize, field: key, recordID: save.recordID)))
                         continue
                     }
-                    if let identifier = asset.storedIdentifier { staged.named.insert(identifier) }
+                    if let identifier = asset.storedIdentifier {
+                        staged.named.insert(identifier)
+                        staged.namedByKey[key, default: []].insert(identifier)
+                    }
                     slots.append(.kept(asset))
                     if asset.needsContent {
                         work.append((key, position, asset, try AssetSource.open(asset, maximumSize: maximumSize, field: key, recordID: save.recordID)))

@@ -32,10 +32,12 @@ package struct PreparedSave: Sendable {
         /// Made with a save that can only merge its changed keys into a stored record.
         let changes: Changes?
         let holdsAsset: Bool
+        let unavailableAssetKeys: Set<String>
 
         init(record: Record, systemFields: Record.SystemFields, fields: [String: FieldValue], encryptedKeys: Set<String>, parent: Record.Reference?,
              parentChanged: Bool, jsonExtras: Record.JSONExtras, allFieldsChanged: Bool, changed: [String], fieldDataSize: Int, holdsAsset: Bool,
-             encodesDocument: Bool, encodesChanges: Bool) {
+             encodesDocument: Bool, encodesChanges: Bool, unavailableAssetKeys: Set<String> = []) {
+            self.unavailableAssetKeys = unavailableAssetKeys
             self.record = record
             self.systemFields = systemFields
             self.fields = fields
@@ -135,21 +137,28 @@ package struct PreparedSave: Sendable {
                           encodesChanges: writeMode?.mergesChangedKeysOnly(changeTag: state.system.recordChangeTag) ?? false)
     }
 
-    private init(_ other: PreparedSave, fields: [String: FieldValue]) {
+    private init(_ other: PreparedSave, fields: [String: FieldValue], unavailableAssetKeys: Set<String>) {
         let old = other.storage
         storage = Storage(record: old.record, systemFields: old.systemFields, fields: fields, encryptedKeys: old.encryptedKeys, parent: old.parent,
                           parentChanged: old.parentChanged, jsonExtras: old.jsonExtras, allFieldsChanged: old.allFieldsChanged, changed: old.changed,
                           fieldDataSize: old.fieldDataSize, holdsAsset: fields.values.contains { $0.holdsAsset }, encodesDocument: old.document != nil,
-                          encodesChanges: old.changes != nil)
+                          encodesChanges: old.changes != nil, unavailableAssetKeys: unavailableAssetKeys)
     }
 
     /// The same save with other values for its asset fields (their stored content, once
     /// the content is in the store); asset fields do not count towards the field data size.
-    package func replacingAssetFields(_ replaced: [String: FieldValue]) -> PreparedSave {
+    /// `unavailable` names the keys the save did not change whose stored content is gone.
+    package func replacingAssetFields(_ replaced: [String: FieldValue], unavailable: Set<String> = []) -> PreparedSave {
         var fields = self.fields
         for (key, value) in replaced { fields[key] = value }
-        return PreparedSave(self, fields: fields)
+        return PreparedSave(self, fields: fields, unavailableAssetKeys: unavailable)
     }
+
+    /// Asset fields the save did not change whose stored content is no longer in the store
+    /// (another version of the record named other content since this one was read): harmless
+    /// where the stored record keeps its own values for them, fatal where the save's values
+    /// are stored (``RecordWriteRules`` decides, after the change tag's check).
+    package var unavailableAssetKeys: Set<String> { storage.unavailableAssetKeys }
 }
 
 extension PreparedSave {

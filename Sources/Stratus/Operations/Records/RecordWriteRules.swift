@@ -157,6 +157,10 @@ enum RecordWriteRules {
                 if save.encryptedKeys.contains(key) { encrypted.insert(key) } else { encrypted.remove(key) }
             }
         } else {
+            if let key = save.unavailableAssetKeys.sorted().first {
+                // Stored from the save, not kept from a stored record: content that is gone.
+                return .failure(StratusError(.assetNotAvailable, "record '\(name)': the stored content of asset field '\(key)' is no longer in the store (another version of the record replaced it since this one was read); save the asset from its file (Asset(fileURL:)), or save the record read again", recordID: incoming.recordID))
+            }
             fields = save.fields
             encrypted = save.encryptedKeys
         }
