@@ -349,7 +349,7 @@ final class SQLiteConnection {
         }
         switch primary {
         case SQLITE_BUSY, SQLITE_LOCKED:
-            return StratusError(.zoneBusy, "the store at \(path) is busy with another writer: \(message)", retryAfterSeconds: 0.1)
+            return StratusError(.zoneBusy, "the store at \(path) is busy with another writer: \(message); try again later", retryAfterSeconds: 0.1)
         case SQLITE_FULL:
             return StratusError(.quotaExceeded, "the disk holding the store at \(path) is full: \(message)")
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:

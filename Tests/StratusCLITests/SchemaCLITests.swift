@@ -70,6 +70,37 @@ struct SchemaCLITests {
         }
     }
 
+    /// What CloudKit's own schema export grants a type a program made in development.
+    static let openGrants = #"GRANT READ, CREATE, WRITE TO "_creator", GRANT READ TO "_world", GRANT CREATE TO "_icloud""#
+
+    @Test("an empty list fits any list field, as the schema's retyping check counts it: a store whose schema retyped such a field copies, and its export imports again; an encrypted one still needs an encrypted field (found by an adversarial tester)", arguments: TestEngine.all)
+    func emptyListsFitAnyListField(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let empty = #"{"recordName":"e1","recordType":"Item","fields":{"tags":{"value":[],"type":"STRING_LIST"}}}"# + "\n"
+            #expect(try await cli.run(["import", try cli.file("e.ndjson", empty), "--quiet"]).exitCode == 0)
+            let retyped = try await cli.run(["schema", "import", try cli.file("s.ckdb", "DEFINE SCHEMA\n    RECORD TYPE Item (tags LIST<INT64>, \(Self.openGrants));\n")])
+            #expect(retyped.exitCode == 0, "\(retyped)")
+            let copy = try await cli.newStore("copy")
+            let copied = try await cli.run(["copy", "--from", cli.storePath, "--to", copy])
+            #expect(copied.exitCode == 0, "\(copied)")
+            let exported = try await cli.run(["export", "--type", "Item", "--quiet"])
+            #expect(exported.exitCode == 0 && exported.stdout.contains(#""recordName":"e1""#), "\(exported)")
+            let again = try await cli.run(["import", try cli.file("again.ndjson", exported.stdout), "--mode", "forceReplace", "--quiet"])
+            #expect(again.exitCode == 0, "\(again)")
+            let typed = #"{"recordName":"e2","recordType":"Item","fields":{"tags":{"value":[],"type":"DOUBLE_LIST"}}}"# + "\n"
+            #expect(try await cli.run(["import", try cli.file("e2.ndjson", typed), "--quiet"]).exitCode == 0, "any empty list, saved after the schema too")
+            let items = try await cli.run(["count", "--type", "Item", "--store", copy])
+            #expect(items.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(items)")
+
+            // Encryption is no element type: an encrypted empty list does not fit a plain field.
+            let secret = #"{"recordName":"s1","recordType":"Vault","fields":{"keys":{"value":[],"type":"STRING_LIST","isEncrypted":true}}}"# + "\n"
+            #expect(try await cli.run(["import", try cli.file("s1.ndjson", secret), "--quiet", "--database", "private"]).exitCode == 0)
+            let plain = try await cli.run(["schema", "import", try cli.file("v.ckdb", "DEFINE SCHEMA\n    RECORD TYPE Item (tags LIST<INT64>, \(Self.openGrants));\n    RECORD TYPE Vault (keys LIST<STRING>);\n")])
+            #expect(plain.exitCode == 65 && plain.stderr.contains("keys"), "\(plain)")
+        }
+    }
+
     @Test("schema validate and import count the record types a file declares: Users only when the file declares it, as exports do", arguments: TestEngine.all)
     func countsWhatTheFileDeclares(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -133,7 +133,7 @@ struct UpdateCLITests {
                 wait "$holder"
                 """#)
             #expect(result.stdout.contains("exit 75"), "\(result)")
-            #expect(result.stderr.contains("the store at \(cli.storePath) is busy with another writer"), "the store is named (found by an operator tester): \(result)")
+            #expect(result.stderr.contains("the store at \(cli.storePath) is busy with another writer") && result.stderr.contains("try again later"), "the store is named (found by an operator tester), and what to do: \(result)")
             let events = try JSONLine.objects(result.stderr.split(separator: "\n").filter { $0.hasPrefix("{") }.joined(separator: "\n"))
             #expect(events.contains { $0["event"] as? String == "progress" }, "a progress line came: \(result)")
             for event in events {

@@ -107,10 +107,11 @@ extension StorageEngine {
                 for record in page.records {
                     let encrypted = record.encryptedKeys
                     for (name, value) in record.fieldValues {
-                        // An empty list holds no element, so it fits any list.
-                        guard let field = byName[name], !(value.isEmptyList && field.type.isList) else { continue }
+                        guard let field = byName[name] else { continue }
                         let isEncrypted = encrypted.contains(name)
-                        if !field.takes(value.type, encrypted: isEncrypted) {
+                        // An empty list holds no element, so it fits any list (as a save of it
+                        // does, RecordTypeRules): only its encryption must match.
+                        if !field.takes(value.isEmptyList && field.type.isList ? field.type : value.type, encrypted: isEncrypted) {
                             // An empty list is no list of any one type, whichever stands in for it.
                             let held = value.isEmptyList ? "an empty list" + (isEncrypted ? " (encrypted)" : "") : (isEncrypted ? "ENCRYPTED " : "") + value.type.rawValue
                             misfits[name, default: [:]][held, default: 0] += 1
