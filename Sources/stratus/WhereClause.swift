@@ -187,9 +187,23 @@ enum WhereClause {
             if QueryCommand.givesAdvice { noteUndeclaredFields(sorts.map(\.key), of: typeSchema, untilKnownWhetherAnyMatched: false) }
         }
         guard predicate != .all && predicate != .none else { return predicate }
+        try checkQueryableTypes(predicate, of: typeSchema)
         let typedPredicate = try typed(predicate, by: typeSchema)
         try checkRunnable(typedPredicate, recordType: recordType)
         return typedPredicate
+    }
+
+    /// Refuses a condition on a field the schema declares `BYTES` or `ASSET` (or a list of
+    /// them): CloudKit indexes no such field, and whatever it is compared with, the condition
+    /// matches no record, so an `update` or `delete` would change nothing and exit 0.
+    ///
+    /// - Throws: ``UsageError`` naming the field and its type.
+    private static func checkQueryableTypes(_ predicate: QueryPredicate, of schema: RecordTypeSchema?) throws {
+        guard let schema else { return }
+        for name in fieldNames(of: predicate) {
+            guard let field = schema.field(name), [.bytes, .bytesList, .asset, .assetList].contains(field.type) else { continue }
+            throw UsageError(message: "--where: \(name) is \(field.schemaLanguageType) in the schema, which no query compares (CloudKit indexes no BYTES or ASSET field): the condition would match no record")
+        }
     }
 
     /// Refuses before any record is read, as the usage error it is, a condition no query runs

@@ -338,7 +338,8 @@ struct QueryCLITests {
             let records = [
                 #"{"recordName":"a","recordType":"T","fields":{"r":{"value":{"recordName":"r01","action":"NONE"},"type":"REFERENCE"},"#
                     + #""tags":{"value":["red","blue"],"type":"STRING_LIST"},"nums":{"value":[1,2],"type":"INT64_LIST"},"#
-                    + #""loc":{"value":{"latitude":1,"longitude":2},"type":"LOCATION"},"n":{"value":12,"type":"INT64"},"s":{"value":"red","type":"STRING"},"blob":{"value":"AAEC","type":"BYTES"}}}"#,
+                    + #""loc":{"value":{"latitude":1,"longitude":2},"type":"LOCATION"},"n":{"value":12,"type":"INT64"},"s":{"value":"red","type":"STRING"},"blob":{"value":"AAEC","type":"BYTES"},"#
+                    + #""blobs":{"value":["AAEC"],"type":"BYTES_LIST"},"pic":{"value":{"fileChecksum":"AV4x","size":3,"downloadURL":"https://cvws.icloud-content.com/B/x"},"type":"ASSETID"}}}"#,
                 #"{"recordName":"b","recordType":"T","fields":{"r":{"value":{"recordName":"r02","action":"NONE"},"type":"REFERENCE"},"n":{"value":3,"type":"INT64"}}}"#,
                 #"{"recordName":"c","recordType":"T","fields":{"mix":{"value":1,"type":"NUMBER_INT64"},"refs":{"value":[{"recordName":"a","action":"NONE"}],"type":"REFERENCE_LIST"}}}"#,
             ]
@@ -361,8 +362,14 @@ struct QueryCLITests {
                 ("n == REFERENCE('a')", "n is INT64 in the schema, and the condition compares it with a reference"),
                 ("n < CAST(0, 'NSDate')", "n is INT64 in the schema, and the condition compares it with a date"),
                 ("s IN {'x', LOCATION(1, 2)}", "s is STRING in the schema, and the condition compares it with a location"),
-                // No query compares bytes: refused before the store is read, as the option it is.
-                ("blob == BYTES('AAEC')", "--where: cannot compare with == on 'blob' against a BYTES value"),
+                // No query compares bytes or assets: refused before the store is read, as the option it is.
+                ("blob == BYTES('AAEC')", "--where: blob is BYTES in the schema, which no query compares"),
+                ("blob == 'AAEC'", "--where: blob is BYTES in the schema, which no query compares"),
+                ("ANY blobs == 'AAEC'", "--where: blobs is LIST<BYTES> in the schema, which no query compares"),
+                ("pic == 'x'", "--where: pic is ASSET in the schema, which no query compares"),
+                ("n == 12 AND NOT pic == 'x'", "--where: pic is ASSET in the schema"),
+                // Reserved keys name no field.
+                ("recordType == 'T'", "'recordType' names no field"), ("recordChangeTag == 'x'", "'recordChangeTag' names no field"),
             ] {
                 for command in [["count"], ["query"], ["update", "--set", "n=1"], ["delete", "--yes"]] {
                     let result = try await cli.run(command + ["--type", "T", "--where", condition])

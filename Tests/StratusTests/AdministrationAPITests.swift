@@ -73,5 +73,13 @@ struct AdministrationAPITests {
         #expect(refusal?.code == .invalidArguments && refusal?.message.contains("thumbnail") == true, "\(String(describing: refusal))")
         let badType = #expect(throws: StratusError.self) { try Query(recordType: "no such type!").validate() }
         #expect(badType?.code == .invalidArguments, "\(String(describing: badType))")
+        // Reserved keys that are no system key name nothing a record holds: said, not matched against.
+        for key in ["recordType", "recordChangeTag", "encryptedValues"] {
+            let reserved = #expect(throws: StratusError.self) { try Query(recordType: "Photo", predicate: QueryPredicate(format: "%K == 'x'", key)).validate() }
+            #expect(reserved?.code == .invalidArguments && reserved?.message.contains("'\(key)' names no field") == true, "\(String(describing: reserved))")
+        }
+        let list = Query(recordType: "Photo", predicate: .condition(.listContains(.field("scans"), .bytes(Data([1])))))
+        let listRefusal = #expect(throws: StratusError.self) { try list.validate() }
+        #expect(listRefusal?.message.contains("cannot match list elements on 'scans' against a BYTES value") == true, "\(String(describing: listRefusal))")
     }
 }

@@ -169,14 +169,14 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
             try sameFamily(vs, k, "compare with IN")
         case .listContainsAny(let k, let vs):
             try listKey(k); try vs.forEach(value)
-            try sameFamily(vs, k, "look for in a list")
+            try sameFamily(vs, k, "match list elements")
         case .beginsWith(let k, _):
             try key(k)
             _ = try comparedFamily(k, .string(""), "compare with BEGINSWITH")
         case .listAnyBeginsWith(let k, _): try listKey(k)
         case .listContains(let k, let v):
             try listKey(k); try value(v)
-            _ = try family(of: v, k, "look for in a list")
+            _ = try family(of: v, k, "match list elements")
         case .tokens, .hasParent: break
         case .distance(let k, let origin, _, let km):
             guard case .field(let name) = k else { throw StratusError(.invalidArguments, "distanceToLocation needs a LOCATION field, not \(k)") }
@@ -238,6 +238,17 @@ public struct CompiledQuery: Hashable, Sendable, Codable {
             throw StratusError(.invalidArguments, "queries on a record's share (\(name), CKRecord.SystemFieldKey.share) are not answered by this version of Stratus; a share's root is the record whose share it is: fetch the share's root by its ID, or read Record.share of the records a query on other keys returns")
         }
         try Naming.checkIdentifier(name, kind: kind)
+        // The other reserved keys are system keys (QueryKey): these name nothing a query
+        // compares, and a condition on them would match no record.
+        switch name {
+        case "recordType":
+            throw StratusError(.invalidArguments, "\(kind) 'recordType' names no field: a query reads the records of its one type (Query(recordType:), --type), and no record holds a field of that name")
+        case "recordChangeTag":
+            throw StratusError(.invalidArguments, "\(kind) 'recordChangeTag' names no field: a record's change tag is not queryable, as in CloudKit")
+        case "encryptedValues":
+            throw StratusError(.invalidArguments, "\(kind) 'encryptedValues' names no field: encrypted values are not queryable, as in CloudKit")
+        default: break
+        }
     }
 
     /// A stable identity of what the query matches and in which order (not which keys it returns).
