@@ -461,6 +461,7 @@ struct PredicateParserRejectionTests {
         PredicateRejectCase("a == b", column: 6, mentions: "comparing two fields"),
         PredicateRejectCase("a IN b", column: 6, mentions: "comparing two fields"),
         PredicateRejectCase("1 == 2", column: 1, mentions: "needs a field name on one side"),
+        PredicateRejectCase("now == 5", column: 1, mentions: "a field named like a keyword, such as now, is written #now"),
         PredicateRejectCase("'a' BEGINSWITH name", column: 1, mentions: "BEGINSWITH needs a field name"),
         PredicateRejectCase("name BEGINSWITH 5", column: 17, mentions: "BEGINSWITH needs a string"),
         PredicateRejectCase("ANY tags BEGINSWITH 5", column: 21, mentions: "BEGINSWITH needs a string"),

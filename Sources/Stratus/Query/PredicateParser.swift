@@ -525,7 +525,7 @@ extension PredicateParser {
                 case (_, .list): throw failure("a set or array can only be used with IN, BETWEEN or ANY", at: rhs.start)
                 case (.distance, _): throw failure("a distance must be compared with a number of kilometres", at: rhs.start)
                 case (_, .distance): throw failure("a distance must be compared with a number of kilometres", at: lhs.start)
-                case (.value, .value): throw failure("a comparison needs a field name on one side", at: lhs.start)
+                case (.value, .value): throw failure("a comparison needs a field name on one side (a field named like a keyword, such as now, is written #now)", at: lhs.start)
                 }
             case .between:
                 guard case .key(let key) = lhs.operand else {
