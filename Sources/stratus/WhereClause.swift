@@ -324,7 +324,13 @@ enum WhereClause {
         case .date: return value
         case .int64(let number): text = String(number)
         case .double(let number) where number.isFinite: text = String(number)
-        case .string(let string): text = string
+        case .string(let string):
+            // A quoted year or ISO 8601 basic date ('2025', '20250101') would read as that many
+            // milliseconds after 1970, and match the wrong records without a word.
+            if (1...8).contains(string.utf8.count), string.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+                throw UsageError(message: "--where: \(key) is a date, and '\(string)' is ambiguous: a year or a date without dashes would be read as \(string) milliseconds after 1970; write an ISO 8601 date such as '2025-01-01', or milliseconds without quotes")
+            }
+            text = string
         default: throw notADate(value, key)
         }
         var options = RecordReadOptions()

@@ -57,6 +57,12 @@ struct QueryCLITests {
             #expect(rightly.exitCode == 0 && !rightly.stderr.contains("note:"), "declared fields and system keys get no note: \(rightly)")
             let refused = try await cli.run(["count", "--type", "Task", "--where", "due < 'next week'"])
             #expect(refused.exitCode == 64 && refused.stderr.contains("due is a date, and 'next week' is neither milliseconds since 1970"), "\(refused)")
+            // A quoted year, or a date without dashes, is no count of milliseconds anyone means.
+            for ambiguous in ["due < '2025'", "due < '20250101'", "creationDate > '2024'"] {
+                let result = try await cli.run(["delete", "--type", "Task", "--where", ambiguous, "--yes"])
+                #expect(result.exitCode == 64 && result.stderr.contains("is ambiguous: a year or a date without dashes"), "\(ambiguous): \(result)")
+            }
+            #expect(try await cli.run(["count", "--type", "Task", "--where", "due < '1735689600000'"]).stdout == "1\n", "quoted milliseconds still read")
         }
     }
 
