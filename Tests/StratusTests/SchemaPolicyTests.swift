@@ -85,6 +85,9 @@ struct SchemaPolicyTests {
         ])
         #expect(changes.filter(\.isDestructive).map(\.description) == ["- RECORD TYPE Gone", "- Item.old BYTES", "~ Item.rank INT64 -> rank STRING"])
         #expect(after.changes(to: after).isEmpty)
+        // Names that are no plain identifier are quoted, as a schema file must write them.
+        #expect(SchemaChange.recordTypeRemoved("cloudkit.share").description == #"- RECORD TYPE "cloudkit.share""#)
+        #expect(SchemaChange.roleAdded("test role").description == #"+ ROLE "test role""#)
 
         // Types are written as the schema language writes them, not as record JSON names them.
         let typed = ContainerSchema(recordTypes: [Self.item([

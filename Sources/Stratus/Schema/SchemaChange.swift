@@ -33,10 +33,10 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .roleAdded(let role): "+ ROLE \(role.name)"
-        case .roleRemoved(let role): "- ROLE \(role.name)"
-        case .recordTypeAdded(let type): "+ RECORD TYPE \(type)"
-        case .recordTypeRemoved(let type): "- RECORD TYPE \(type)"
+        case .roleAdded(let role): "+ ROLE \(Self.name(role.name))"
+        case .roleRemoved(let role): "- ROLE \(Self.name(role.name))"
+        case .recordTypeAdded(let type): "+ RECORD TYPE \(Self.name(type))"
+        case .recordTypeRemoved(let type): "- RECORD TYPE \(Self.name(type))"
         case .fieldAdded(let type, let field): "+ \(type).\(Self.text(field))"
         case .fieldRemoved(let type, let field): "- \(type).\(Self.text(field))"
         case .fieldRetyped(let type, let old, let new): "~ \(type).\(Self.text(old)) -> \(Self.text(new))"
@@ -45,6 +45,13 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
         case .grantsChanged(let type, let old, let new): "~ \(type) grants \(Self.text(old)) -> \(Self.text(new))"
         case .grantsOfAddedType(let type, let grants): "+ \(type) grants \(Self.text(grants))"
         }
+    }
+
+    /// A type's or role's name as a schema file writes it in a declaration: in double quotes
+    /// when it is no plain identifier (`"cloudkit.share"`, `"test role"`).
+    private static func name(_ name: String) -> String {
+        let plain = name.first.map { $0.isASCII && $0.isLetter } == true && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+        return plain ? name : "\"\(name)\""
     }
 
     /// A field as the schema language declares it: `title STRING QUERYABLE SORTABLE`.
