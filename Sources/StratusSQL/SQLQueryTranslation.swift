@@ -195,6 +195,30 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
     /// field's index holds, when the dialect indexes prefixes of strings
     /// (``SQLDialect/indexPrefix(_:)``) and the field has an index. A condition or order on it
     /// that the exact one implies lets the index serve the query; the exact one decides.
+    /// Whether an index holds the field's own values (a sortable field's, or a compound
+    /// index's sort field), not only the folded form a queryable string's equality compares.
+    private func hasValueIndex(_ key: QueryKey) -> Bool {
+        guard case .field(let name) = key, let schema, let field = schema.field(name) else { return false }
+        return field.indexes.contains(.sortable) || (field.indexes.contains(.queryable) && field.type != .string)
+            || schema.compoundIndexes.contains { $0.sortField == name }
+    }
+
+    /// The least string above every string that starts with `prefix`: its last scalar below
+    /// U+10FFFF replaced by the next scalar (surrogates are no scalars), what follows dropped;
+    /// nil when there is none (the empty prefix, or one of U+10FFFF alone).
+    static func scalarSuccessor(of prefix: String) -> String? {
+        var scalars = Array(prefix.unicodeScalars)
+        while let last = scalars.popLast() {
+            guard last.value < 0x10FFFF else { continue }
+            let next = last.value == 0xD7FF ? 0xE000 : last.value + 1
+            scalars.append(Unicode.Scalar(next)!)
+            var view = String.UnicodeScalarView()
+            view.append(contentsOf: scalars)
+            return String(view)
+        }
+        return nil
+    }
+
     private func indexPrefix(_ key: QueryKey, _ expression: String) -> String? {
         guard case .field(let name) = key, schema?.field(name)?.type == .string, isIndexed(key) else { return nil }
         return dialect.indexPrefix(expression)
@@ -386,7 +410,18 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
             return (SQLFragment(sql: "\(column) IN (" + bounds.map { _ in "?" }.joined(separator: ", ") + ")", parameters: bounds), guardFragment)
         case .beginsWith(let key, let prefix):
             let (column, guardFragment) = try scalar(key, .string(prefix))
-            return (dialect.startsWith(column, prefix), guardFragment)
+            let test = dialect.startsWith(column, prefix)
+            // Strings order by Unicode scalars: every string that starts with the prefix lies
+            // from it up to (not including) the prefix whose last scalar comes next, a range
+            // an index of the values serves (the test above stays the exact one).
+            // (SQLite compares text only up to a NUL, which a bound must not hold.)
+            guard hasValueIndex(key), !prefix.unicodeScalars.contains("\0"), let above = Self.scalarSuccessor(of: prefix) else { return (test, guardFragment) }
+            let bounds = [dialect.parameter(.string(prefix)), dialect.parameter(.string(above))]
+            if let indexed = indexPrefix(key, column) {
+                // Non-strict: a cut value can equal the cut bound.
+                return (SQLFragment(sql: "(\(indexed) >= ? AND \(indexed) <= ? AND \(test.sql))", parameters: bounds.map(dialect.indexPrefix(of:)) + test.parameters), guardFragment)
+            }
+            return (SQLFragment(sql: "(\(column) >= ? AND \(column) < ? AND \(test.sql))", parameters: bounds + test.parameters), guardFragment)
         case .listContains(let key, let value):
             let (name, family) = try listField(key, value)
             return (dialect.anyElement(of: name, family: family) { element in SQLFragment(sql: "\(element) = ?", parameters: [dialect.parameter(value)]) },

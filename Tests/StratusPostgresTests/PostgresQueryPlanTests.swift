@@ -136,6 +136,13 @@ struct PostgresQueryPlanTests {
                 #expect(after.contains("ix_") && after.split(separator: "\n").contains { $0.contains("Index Cond") && $0.contains("\"left\"(") }, "a seek:\n\(after)")
             }
         }
+        // BEGINSWITH seeks the range of its prefix, also a prefix longer than the index keeps.
+        for prefix in ["label1", "label19", Self.sharedLabelStart + "label1"] {
+            let begins = try Self.query("label BEGINSWITH %@", prefix)
+            let text = try plan(begins)
+            #expect(text.split(separator: "\n").contains { $0.contains("Index Cond") && $0.contains("\"left\"(") }, "the prefix's range is sought:\n\(text)")
+            try await expectEvaluator(begins, stored, database)
+        }
         let equal = try Self.query("label == %@", label)
         let equalPlan = try plan(equal)
         #expect(equalPlan.split(separator: "\n").contains { $0.contains("Index Cond") && $0.contains("\"left\"(") }, "the prefix index serves equality:\n\(equalPlan)")

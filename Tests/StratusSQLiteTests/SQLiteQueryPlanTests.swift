@@ -21,6 +21,7 @@ struct SQLiteQueryPlanTests {
         schema.addField("weight", type: .int64, indexes: [.queryable])
         schema.addField("rank", type: .int64, indexes: [.sortable])
         schema.addField("title", type: .string, indexes: [.searchable])
+        schema.addField("code", type: .string, indexes: [.queryable, .sortable])
         schema.compoundIndexes = [.init(equalityFields: ["category"], sortField: "rank")]
         return schema
     }
@@ -32,6 +33,7 @@ struct SQLiteQueryPlanTests {
                 "weight": .int64(Int64(i % 25)),
                 "title": .string("Word\(i % 40) shared title \(i % 2 == 0 ? "café" : "the")"),
                 "note": .string("note\(i % 7) hidden"),
+                "code": .string((i % 5 == 0 ? "Ab" : "ab") + "\(i % 30)-\(i)" + (i % 7 == 0 ? "\u{10FFFF}" : "")),
             ]
             if i % 13 != 0 { fields["rank"] = .int64(Int64((i * 37) % 1_000)) }
             return fields
@@ -110,6 +112,20 @@ struct SQLiteQueryPlanTests {
             let plan = try fixture.plan(range)
             #expect(plan.contains("USING INDEX ix_") && plan.contains("<expr>>?"), "a range on a queryable INT64 field seeks:\n\(plan)")
             try await Self.expectBruteForce(range, fixture, searchable: ["title"])
+        }
+    }
+
+    @Test("BEGINSWITH on a sortable STRING field seeks the range of its prefix in the index, case-sensitively, as the evaluator answers")
+    func prefixUsesIndex() async throws {
+        try await Self.withFixture(schema: true) { fixture in
+            for prefix in ["ab1", "Ab1", "ab7-7\u{10FFFF}", "ab", "a"] {
+                let query = try Self.query("code BEGINSWITH %@", prefix)
+                let plan = try fixture.plan(query)
+                #expect(plan.contains("USING INDEX ix_") && plan.contains("<expr>>?") && plan.contains("<expr><?"), "\(prefix) seeks a range:\n\(plan)")
+                try await Self.expectBruteForce(query, fixture, searchable: ["title"])
+            }
+            let unindexed = try Self.query("note BEGINSWITH %@", "note1")
+            try await Self.expectBruteForce(unindexed, fixture, searchable: ["title"])
         }
     }
 
