@@ -112,6 +112,10 @@ public final class RecordReader {
 
     // NDJSON
     var lineNumber = 0
+    /// The record type's and field names' bytes of a line skipped that declared nothing, and
+    /// of the line being skipped (see ``mayDeclareTypes(from:to:)``).
+    var passedShape: [UInt8] = []
+    var shapeBytes: [UInt8] = []
 
     // JSON arrays and envelopes
     var frames: [Frame] = []
@@ -459,55 +463,70 @@ public final class RecordReader {
     // MARK: - NDJSON
 
     private func nextLine() throws -> RecordReadResult? {
-        while true {
-            var searched = 0
-            var oversized = false
-            var lineEnd = 0
-            while true {
-                let from = input.start + searched
-                if from < input.end, let hit = memchr(input.storage + from, 0x0A, input.end - from) {
-                    lineEnd = hit.assumingMemoryBound(to: UInt8.self) - input.storage
-                    break
-                }
-                if input.isEOF {
-                    if input.available == 0 && !oversized { return nil }
-                    lineEnd = input.end
-                    break
-                }
-                searched = input.available
-                // One byte more than the limit may be a CRLF line's carriage return.
-                if searched > options.maximumRecordSize + 1 {
-                    // Drop the line's bytes as they come; only its end is needed.
-                    oversized = true
-                    input.start = input.end
-                    searched = 0
-                }
-                try input.fill()
-            }
-            // A line that came whole with the last fill can be longer than the limit too; a
-            // CRLF line's carriage return is not the record's.
-            let contentEnd = lineEnd > input.start && input.storage[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd
-            if contentEnd - input.start > options.maximumRecordSize { oversized = true }
-            lineNumber += 1
-            let lineStart = input.start
-            input.start = min(lineEnd + 1, input.end)
-            if oversized {
+        while let line = try nextLineBounds() {
+            if line.oversized {
                 return .rejected(RecordInputError(
                     line: lineNumber, column: 1, recordName: nil,
                     message: "the line is longer than the \(options.maximumRecordSize)-byte record limit"))
             }
-            if let result = parseLine(from: lineStart, to: lineEnd) { return result }
+            if let result = parseLine(from: line.start, to: line.end) { return result }
         }
+        return nil
     }
 
-    /// Passes over up to `count` NDJSON items (lines that are not blank) without reading
-    /// records from them; answers how many it passed, fewer only where the input ends.
+    /// Counts the next line and answers where it lies in the buffer (its bytes stay there
+    /// until the next read), or that it is longer than the record limit (its bytes dropped as
+    /// they came: only its end is looked for); nil at the input's end.
+    private func nextLineBounds() throws -> (start: Int, end: Int, oversized: Bool)? {
+        var searched = 0
+        var oversized = false
+        var lineEnd = 0
+        while true {
+            let from = input.start + searched
+            if from < input.end, let hit = memchr(input.storage + from, 0x0A, input.end - from) {
+                lineEnd = hit.assumingMemoryBound(to: UInt8.self) - input.storage
+                break
+            }
+            if input.isEOF {
+                if input.available == 0 && !oversized { return nil }
+                lineEnd = input.end
+                break
+            }
+            searched = input.available
+            // One byte more than the limit may be a CRLF line's carriage return.
+            if searched > options.maximumRecordSize + 1 {
+                oversized = true
+                input.start = input.end
+                searched = 0
+            }
+            try input.fill()
+        }
+        // A line that came whole with the last fill can be longer than the limit too; a
+        // CRLF line's carriage return is not the record's.
+        let contentEnd = lineEnd > input.start && input.storage[lineEnd - 1] == 0x0D ? lineEnd - 1 : lineEnd
+        if contentEnd - input.start > options.maximumRecordSize { oversized = true }
+        lineNumber += 1
+        let lineStart = input.start
+        input.start = min(lineEnd + 1, input.end)
+        return (lineStart, lineEnd, oversized)
+    }
+
+    /// Passes over up to `count` NDJSON items (lines that are not blank) without making
+    /// records of them; answers how many it passed, fewer only where the input ends. A line
+    /// that could declare a field's type for the lines after it (``mayDeclareTypes(from:to:)``)
+    /// is read as ``next()`` reads it, so that what follows reads as it would have.
     func skipLines(holding count: Int) throws -> Int {
         if let failure { throw failure }
         do {
             var passed = 0
-            while passed < count, let holdsItem = try passLine() {
-                if holdsItem { passed += 1 }
+            while passed < count, let line = try nextLineBounds() {
+                if !line.oversized {
+                    var c = JSONCursor(base: input.storage, limit: line.end, isComplete: true, pos: line.start, depth: 0)
+                    c.skipSpace()
+                    if c.pos == line.end { continue }
+                    if mayDeclareTypes(from: c.pos, to: line.end) { _ = parseLine(from: line.start, to: line.end) }
+                }
+                passed += 1
             }
             return passed
         } catch let error as StratusError {
@@ -516,42 +535,34 @@ public final class RecordReader {
         }
     }
 
-    /// Passes one NDJSON line, dropping its bytes as they are read (a line of any length takes
-    /// no more memory than a read): whether ``nextLine()`` would have made an item of it (a
-    /// line holding more than spaces, or longer than the record limit); nil at the input's end.
-    private func passLine() throws -> Bool? {
-        var length = 0
-        var holdsItem = false
-        var lastByte: UInt8 = 0
-        while true {
-            if input.start == input.end {
-                guard !input.isEOF, try input.fill() else {
-                    guard length > 0 else { return nil }
-                    break
-                }
-            }
-            let from = input.start
-            let hit = memchr(input.storage + from, 0x0A, input.end - from)
-            let stop = hit.map { $0.assumingMemoryBound(to: UInt8.self) - input.storage } ?? input.end
-            if !holdsItem {
-                var position = from
-                while position < stop {
-                    let byte = input.storage[position]
-                    if byte != 0x20 && byte != 0x09 && byte != 0x0D { holdsItem = true; break }
-                    position += 1
-                }
-            }
-            length += stop - from
-            if stop > from { lastByte = input.storage[stop - 1] }
-            if hit != nil {
-                input.start = stop + 1
-                break
-            }
-            input.start = stop
+    /// Whether reading the record at `start` could declare a field's type, which records after
+    /// it that give a value without a type take (``DecodeCache/declaredByInput``): one with a
+    /// field that neither the schema nor a record read before declares. A line of the last
+    /// shape found to declare nothing declares nothing either, as declarations only grow.
+    private func mayDeclareTypes(from start: Int, to end: Int) -> Bool {
+        let base = input.storage
+        guard base[start] == UInt8(ascii: "{") else { return false }
+        var c = JSONCursor(base: base, limit: end, isComplete: true, pos: start, depth: 0)
+        // A line that does not scan is rejected before any field is read.
+        do throws(ScanFailure) { try c.scanRecord(&scan) } catch { return false }
+        guard !scan.fields.isEmpty else { return false }
+        guard scan.recordType.isPresent else { return true }
+        shapeBytes.removeAll(keepingCapacity: true)
+        func note(_ token: Token) {
+            shapeBytes.append(contentsOf: UnsafeBufferPointer(start: base + token.start, count: token.end - token.start))
+            shapeBytes.append(0)
         }
-        lineNumber += 1
-        // A CRLF line's carriage return is not the record's, as in nextLine().
-        return holdsItem || (lastByte == 0x0D ? length - 1 : length) > options.maximumRecordSize
+        note(scan.recordType)
+        for field in scan.fields { note(field.name) }
+        if shapeBytes == passedShape { return false }
+        let recordType = c.string(scan.recordType)
+        let schema = context.schemaTypes[recordType], declared = context.cache.declaredByInput[recordType]
+        for field in scan.fields {
+            let key = c.string(field.name)
+            if schema?[key] == nil && declared?[key] == nil { return true }
+        }
+        swap(&passedShape, &shapeBytes)
+        return false
     }
 
     /// Reads one NDJSON line; nil for a blank line.

@@ -10,7 +10,10 @@ struct SkipItemsTests {
     /// Each item as text that tells items apart: its kind, line, column and name.
     static func describe(_ item: RecordSourceItem) -> String {
         switch item {
-        case .record(let record, let line): "record \(record.recordID.recordName) line \(line)"
+        case .record(let record, let line):
+            "record \(record.recordID.recordName) line \(line): " + record.fieldValues.keys.sorted().map { key in
+                "\(key) \(record.encryptedKeys.contains(key) ? "encrypted " : "")\(record.fieldValues[key]!.type.rawValue) \(record.fieldValues[key]!)"
+            }.joined(separator: ", ")
         case .deletion(let id, _, let line): "deletion \(id.recordName) line \(line)"
         case .rejected(let rejection): "rejected \(rejection)"
         }
@@ -64,6 +67,23 @@ struct SkipItemsTests {
             try Self.check(text)
         }
         try Self.check("\n\n" + #"{"recordName":"a","recordType":"Note","fields":{}}"# + "\r\n\r\n")
+    }
+
+    @Test("NDJSON: a skipped line that declares a field's type (given, inferred or encrypted) declares it for the values without a type after it, as a full read does (found by a reviewer)")
+    func skippedLinesStillDeclareTypes() throws {
+        let lines = [
+            #"{"recordName":"t1","recordType":"Note","fields":{"at":{"value":1735689600000,"type":"TIMESTAMP"},"n":{"value":5}}}"#,
+            #"{"recordName":"t2","recordType":"Note","fields":{"at":{"value":1735689600000,"type":"TIMESTAMP"},"n":{"value":6}}}"#,
+            #"{"recordName":"t3","recordType":"Note","fields":{"secret":{"value":"x","type":"ENCRYPTED_STRING"}}}"#,
+            #"{"recordName":"o1","recordType":"Other","fields":{"n":{"value":5.5}}}"#,
+            #"{"recordName":"t4","recordType":"Note","fields":{"at":{"value":1735689600000},"n":{"value":5.5},"secret":{"value":"y"}}}"#,
+            #"{"recordName":"o2","recordType":"Other","fields":{"n":{"value":7}}}"#,
+            #"{"recordName":"t5","recordType":"Note","fields":{"tags":{"value":[]}}}"#,
+            #"{"recordName":"t6","recordType":"Note","fields":{"tags":{"value":["a"]}}}"#,
+            #"{"recordName":"t7","recordType":"Note","fields":{"tags":{"value":[]},"at":{"value":1}}}"#,
+        ]
+        try Self.check(lines.joined(separator: "\n") + "\n")
+        try Self.check(lines.joined(separator: "\n") + "\n") { $0.readChunkSize = 16 }
     }
 
     @Test("JSON arrays, envelopes and CSV pass their items by reading them")

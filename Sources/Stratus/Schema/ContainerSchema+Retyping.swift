@@ -109,11 +109,14 @@ extension StorageEngine {
                     for (name, value) in record.fieldValues {
                         guard let field = byName[name] else { continue }
                         let isEncrypted = encrypted.contains(name)
-                        // An empty list holds no element, so it fits any list (as a save of it
-                        // does, RecordTypeRules): only its encryption must match.
-                        if !field.takes(value.isEmptyList && field.type.isList ? field.type : value.type, encrypted: isEncrypted) {
-                            // An empty list is no list of any one type, whichever stands in for it.
-                            let held = value.isEmptyList ? "an empty list" + (isEncrypted ? " (encrypted)" : "") : (isEncrypted ? "ENCRYPTED " : "") + value.type.rawValue
+                        // As a save judges it (RecordTypeRules): an empty list that came without
+                        // an element type fits any list field, and only its encryption must
+                        // match; one that named its type is a list of that type.
+                        let untyped = value.isEmptyList && record.jsonExtras.holdsUntypedEmptyList(name)
+                        if !field.takes(untyped && field.type.isList ? field.type : value.type, encrypted: isEncrypted) {
+                            // An untyped empty list is no list of any one type, whichever stands in for it.
+                            let held = untyped ? "an empty list" + (isEncrypted ? " (encrypted)" : "")
+                                : (isEncrypted ? "ENCRYPTED " : "") + (value.isEmptyList ? "an empty " : "") + value.type.rawValue
                             misfits[name, default: [:]][held, default: 0] += 1
                         }
                     }

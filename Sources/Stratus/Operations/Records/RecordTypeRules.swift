@@ -4,8 +4,8 @@
 /// - **Types**: a value saved into a declared field must have the field's type (a `NUMBER`
 ///   field takes INT64 and DOUBLE) and its encryption, else the item fails with
 ///   `invalidArguments` naming the field, the declared type and the given type. An empty list
-///   fits every list field (its encryption must match); one that came without an element type
-///   (``Record/JSONExtras/holdsUntypedEmptyList(_:)``, CloudKit's `UNKNOWN_LIST`) creates none.
+///   that came without an element type (``Record/JSONExtras/holdsUntypedEmptyList(_:)``,
+///   CloudKit's `UNKNOWN_LIST`) fits every list field and creates none.
 /// - **Development** creates a record type, or fields of one, on first save (without indexes),
 ///   inside the transaction of the records: concurrent writers never disagree on a field's type.
 ///   Only a record that is written grows its type: ``checkFields(_:in:)`` answers the growth a
@@ -323,10 +323,9 @@ struct RecordTypeRules {
                 }
                 continue
             }
-            // An empty list holds no element, so it fits any list field (typed or not, as the
-            // schema's retyping check counts it): only its encryption must match.
-            let given = kind.type.isList && value.isEmptyList ? kind.type : value.type
+            let given = value.type
             if given != kind.type || kind.isEncrypted || !encrypted.isEmpty,
+               !(kind.type.isList && value.isEmptyList && save.jsonExtras.holdsUntypedEmptyList(key)),
                let problem = mismatch(key, kind, given, isEncrypted: !encrypted.isEmpty && encrypted.contains(key), recordID: save.recordID, typeName: type.name,
                                       untypedEmptyList: value.isEmptyList && save.jsonExtras.holdsUntypedEmptyList(key)) {
                 return .failure(problem)
