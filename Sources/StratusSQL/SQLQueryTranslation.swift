@@ -191,10 +191,6 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         return schema.compoundIndexes.contains { $0.equalityFields.contains(name) || $0.sortField == name }
     }
 
-    /// The leading part of `expression` (a string field's value or equality form) that the
-    /// field's index holds, when the dialect indexes prefixes of strings
-    /// (``SQLDialect/indexPrefix(_:)``) and the field has an index. A condition or order on it
-    /// that the exact one implies lets the index serve the query; the exact one decides.
     /// Whether an index holds the field's own values (a sortable field's, or a compound
     /// index's sort field), not only the folded form a queryable string's equality compares.
     private func hasValueIndex(_ key: QueryKey) -> Bool {
@@ -219,6 +215,10 @@ package struct SQLQueryTranslation<Dialect: SQLDialect> {
         return nil
     }
 
+    /// The leading part of `expression` (a string field's value or equality form) that the
+    /// field's index holds, when the dialect indexes prefixes of strings
+    /// (``SQLDialect/indexPrefix(_:)``) and the field has an index. A condition or order on it
+    /// that the exact one implies lets the index serve the query; the exact one decides.
     private func indexPrefix(_ key: QueryKey, _ expression: String) -> String? {
         guard case .field(let name) = key, schema?.field(name)?.type == .string, isIndexed(key) else { return nil }
         return dialect.indexPrefix(expression)

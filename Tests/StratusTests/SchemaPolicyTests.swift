@@ -88,6 +88,7 @@ struct SchemaPolicyTests {
         // Names that are no plain identifier are quoted, as a schema file must write them.
         #expect(SchemaChange.recordTypeRemoved("cloudkit.share").description == #"- RECORD TYPE "cloudkit.share""#)
         #expect(SchemaChange.roleAdded("test role").description == #"+ ROLE "test role""#)
+        #expect(SchemaChange.fieldAdded(recordType: "Grant", RecordTypeSchema.Field("queryable", type: .string)).description == #"+ "Grant"."queryable" STRING"#)
 
         // Types are written as the schema language writes them, not as record JSON names them.
         let typed = ContainerSchema(recordTypes: [Self.item([

@@ -219,7 +219,8 @@ final class ImportRun {
                 while resumedPendingPassed < resumedPendingInOrder.count && resumedPendingInOrder[resumedPendingPassed] < consumed { resumedPendingPassed += 1 }
                 let end = resumedPendingPassed < resumedPendingInOrder.count ? min(skip, resumedPendingInOrder[resumedPendingPassed]) : skip
                 if end > consumed {
-                    let wanted = end - consumed
+                    // In parts, so that progress is reported while a long input is passed.
+                    let wanted = min(end - consumed, 65_536)
                     let passed = try await fromInput(consumed: consumed) { try source.skipItems(wanted) } ?? 0
                     consumed += passed
                     summary.skipped += passed

@@ -33,24 +33,34 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .roleAdded(let role): "+ ROLE \(Self.name(role.name))"
-        case .roleRemoved(let role): "- ROLE \(Self.name(role.name))"
-        case .recordTypeAdded(let type): "+ RECORD TYPE \(Self.name(type))"
-        case .recordTypeRemoved(let type): "- RECORD TYPE \(Self.name(type))"
-        case .fieldAdded(let type, let field): "+ \(type).\(Self.text(field))"
-        case .fieldRemoved(let type, let field): "- \(type).\(Self.text(field))"
-        case .fieldRetyped(let type, let old, let new): "~ \(type).\(Self.text(old)) -> \(Self.text(new))"
-        case .fieldIndexesChanged(let type, let old, let new): "~ \(type).\(Self.text(old)) -> \(Self.text(new))"
-        case .compoundIndexesChanged(let type, let old, let new): "~ \(type) compound indexes \(Self.text(old)) -> \(Self.text(new))"
-        case .grantsChanged(let type, let old, let new): "~ \(type) grants \(Self.text(old)) -> \(Self.text(new))"
-        case .grantsOfAddedType(let type, let grants): "+ \(type) grants \(Self.text(grants))"
+        case .roleAdded(let role): "+ ROLE \(Self.quoted(role.name))"
+        case .roleRemoved(let role): "- ROLE \(Self.quoted(role.name))"
+        case .recordTypeAdded(let type): "+ RECORD TYPE \(Self.quoted(type))"
+        case .recordTypeRemoved(let type): "- RECORD TYPE \(Self.quoted(type))"
+        case .fieldAdded(let type, let field): "+ \(Self.quoted(type)).\(Self.text(field))"
+        case .fieldRemoved(let type, let field): "- \(Self.quoted(type)).\(Self.text(field))"
+        case .fieldRetyped(let type, let old, let new): "~ \(Self.quoted(type)).\(Self.text(old)) -> \(Self.text(new))"
+        case .fieldIndexesChanged(let type, let old, let new): "~ \(Self.quoted(type)).\(Self.text(old)) -> \(Self.text(new))"
+        case .compoundIndexesChanged(let type, let old, let new): "~ \(Self.quoted(type)) compound indexes \(Self.text(old)) -> \(Self.text(new))"
+        case .grantsChanged(let type, let old, let new): "~ \(Self.quoted(type)) grants \(Self.text(old)) -> \(Self.text(new))"
+        case .grantsOfAddedType(let type, let grants): "+ \(Self.quoted(type)) grants \(Self.text(grants))"
         }
     }
 
-    /// A type's or role's name as a schema file writes it in a declaration: in double quotes
-    /// when it is no plain identifier (`"cloudkit.share"`, `"test role"`).
-    private static func name(_ name: String) -> String {
-        let plain = name.first.map { $0.isASCII && $0.isLetter } == true && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+    /// Words of the schema language that stand for themselves wherever they appear, so a name
+    /// spelled like one must be quoted. CloudKit's documentation lists these five; every other
+    /// keyword can be a name (real schemas name fields `type`, `order` and `timestamp`, and a
+    /// record type `List`).
+    package static let reservedWords: Set<String> = ["GRANT", "PREFERRED", "QUERYABLE", "SORTABLE", "SEARCHABLE"]
+
+    /// A name as the schema language writes it: bare when it is an identifier (an ASCII letter,
+    /// then letters, digits and `_`) that is not a reserved word, else in double quotes (system
+    /// fields, `_world`, `"cloudkit.share"`, `"test role"`).
+    package static func quoted(_ name: String) -> String {
+        let bytes = name.utf8
+        func isLetter(_ byte: UInt8) -> Bool { (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) }
+        let plain = bytes.first.map(isLetter) == true && bytes.allSatisfy { isLetter($0) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F }
+            && !reservedWords.contains(name.uppercased())
         return plain ? name : "\"\(name)\""
     }
 
@@ -61,7 +71,7 @@ public enum SchemaChange: Hashable, Sendable, CustomStringConvertible {
         if let system = SystemField(rawValue: field.name) {
             words = ["\"\(system.cloudKitName)\"", system.cloudKitType.rawValue]
         } else {
-            words = [field.name, field.schemaLanguageType]
+            words = [quoted(field.name), field.schemaLanguageType]
         }
         if field.indexes.contains(.queryable) { words.append("QUERYABLE") }
         if field.indexes.contains(.searchable) { words.append("SEARCHABLE") }

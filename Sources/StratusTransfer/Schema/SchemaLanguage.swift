@@ -2,10 +2,8 @@ import Stratus
 
 /// The vocabulary the schema reader and writer share.
 enum SchemaLanguage {
-    /// Words that stand for themselves wherever they appear, so a name spelled like one must be
-    /// quoted. CloudKit's documentation lists these five; every other keyword can be a name
-    /// (real schemas name fields `type`, `order` and `timestamp`, and a record type `List`).
-    static let reservedWords: Set<String> = ["GRANT", "PREFERRED", "QUERYABLE", "SORTABLE", "SEARCHABLE"]
+    /// Words that stand for themselves wherever they appear (``Stratus/SchemaChange/reservedWords``).
+    static var reservedWords: Set<String> { SchemaChange.reservedWords }
 
     /// Field options, with their indexes, in the order `cktool` writes them.
     static let options: [(name: String, indexes: RecordTypeSchema.Indexes)] = [
@@ -26,10 +24,5 @@ enum SchemaLanguage {
 
     /// A name as the schema language writes it: bare when it is an identifier that is not a
     /// reserved word, else in double quotes (system fields, `_world`, `"test role"`).
-    static func quoted(_ name: String) -> String {
-        let bytes = name.utf8
-        let plain = bytes.first.map(SchemaLexer.isLetter) == true && bytes.allSatisfy(SchemaLexer.isWordByte)
-            && !reservedWords.contains(name.uppercased())
-        return plain ? name : "\"\(name)\""
-    }
+    static func quoted(_ name: String) -> String { SchemaChange.quoted(name) }
 }

@@ -149,7 +149,8 @@ enum RecordWriteRules {
         var encrypted: Set<String>
         // A CloudKit answer's record that came without `fields` (a request that named no keys)
         // says nothing of the fields: replacing it keeps them, as merging does.
-        if let existing, mode != .replace && mode != .forceReplace || save.jsonExtras.absentKeys.contains("fields") {
+        let mergesIntoStored = existing != nil && (mode != .replace && mode != .forceReplace || save.jsonExtras.absentKeys.contains("fields"))
+        if let existing, mergesIntoStored {
             fields = existing.fieldValues
             encrypted = existing.encryptedKeys
             for key in save.changedKeys {
@@ -157,16 +158,16 @@ enum RecordWriteRules {
                 if save.encryptedKeys.contains(key) { encrypted.insert(key) } else { encrypted.remove(key) }
             }
         } else {
-            if let key = save.unavailableAssetKeys.sorted().first {
-                // Stored from the save, not kept from a stored record: content that is gone.
-                return .failure(StratusError(.assetNotAvailable, "record '\(name)': the stored content of asset field '\(key)' is no longer in the store (another version of the record replaced it since this one was read); save the asset from its file (Asset(fileURL:)), or save the record read again", recordID: incoming.recordID))
-            }
             fields = save.fields
             encrypted = save.encryptedKeys
         }
         if keepingGivenVersion, let existing, given.recordChangeTag != existing.recordChangeTag {
             // The save was to be the stored version itself: it changed since it was read.
             return .failure(conflict(incoming, server: existing, "record '\(name)' was changed by someone else since it was read (the store has change tag \(existing.recordChangeTag ?? "none")); read it again"))
+        }
+        if !mergesIntoStored, let key = save.unavailableAssetKeys.sorted().first {
+            // Stored from the save, not kept from a stored record: content that is gone.
+            return .failure(StratusError(.assetNotAvailable, "record '\(name)': the stored content of asset field '\(key)' is not in the store for this database (no longer: another version of the record may have replaced it since this one was read; or never named by a record here); save the asset from its file (Asset(fileURL:)), or save the record read again", recordID: incoming.recordID))
         }
         let replacing = mode == .replace || mode == .forceReplace
         let parent = existing == nil || replacing || save.parentChanged ? save.parent : existing?.parent
