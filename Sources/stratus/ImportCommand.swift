@@ -324,7 +324,7 @@ struct ImportCommand: Command {
         }
         if reader.cloudKitAssetsWithoutContent > 0, let assetsDirectory {
             let count = reader.cloudKitAssetsWithoutContent
-            StratusCommand.log("note: \(count) CloudKit asset\(count == 1 ? "" : "s") read from the input \(count == 1 ? "has" : "have") no file in the assets folder \(assetsDirectory) (none named by \(count == 1 ? "its" : "their") fileChecksum): the records that hold \(count == 1 ? "it" : "them") keep CloudKit's metadata without content (`stratus assets get` cannot read it; `stratus assets attach` adds it)")
+            StratusCommand.log("note: \(count) CloudKit asset\(count == 1 ? "" : "s") this run read from the input \(count == 1 ? "has" : "have") no file in the assets folder \(assetsDirectory) (none named by \(count == 1 ? "its" : "their") fileChecksum): the records that hold \(count == 1 ? "it" : "them") keep CloudKit's metadata without content (`stratus assets get` cannot read it; `stratus assets attach` adds it)")
         }
         if summary.end == .finished, reader.moreComing {
             // A changes/zone answer that is one page: the zone's later changes are not in this file.
