@@ -125,7 +125,7 @@ public final class AssetExportFolder: @unchecked Sendable {
                 }
                 throw RecordWriter.OutputError(message: "cannot write the asset \(name) into \(directory.path): \(there), and an export replaces nothing it did not write; move it away, or name another folder")
             }
-            try copy(source, to: destination)
+            try copy(source, to: destination, digest: identifier)
         }
         try lock.withLock {
             if try !claimed() { written[name] = identifier }
@@ -169,7 +169,10 @@ public final class AssetExportFolder: @unchecked Sendable {
     /// Bytes compared at a time with a file already in the folder.
     private static let compareChunkSize = 256 << 10
 
-    private func copy(_ source: URL, to destination: URL) throws {
+    /// Copies the stored content at `source`, whose SHA-256 must be `digest` (its identifier),
+    /// into the folder under `destination`'s name: content that bit rot or an edit changed
+    /// fails the export, rather than reach a backup that could not be read back.
+    private func copy(_ source: URL, to destination: URL, digest: String) throws {
         // A name of this writer's own (process and call), so that nothing else writes into it;
         // the rename puts the whole content under its name at once.
         let temporary = directory.appendingPathComponent(".\(destination.lastPathComponent).\(getpid()).\(Self.nextTemporaryNumber()).partial")
@@ -179,23 +182,34 @@ public final class AssetExportFolder: @unchecked Sendable {
         } catch {
             throw StratusError(.internalError, "cannot read the stored asset \(destination.lastPathComponent): \(error.reason)")
         }
+        var held = digest
         do throws(POSIXFailure) {
             let output = try FileDescriptor.open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
             // Held while written: another export removes only a temporary file nobody holds.
             _ = flock(output.raw, LOCK_EX | LOCK_NB)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 16)
             defer { buffer.deallocate() }
+            var hasher = SHA256Hasher()
             while true {
                 let count = try input.read(into: buffer)
                 if count == 0 { break }
-                try output.write(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                let chunk = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+                hasher.update(chunk)
+                try output.write(chunk)
             }
-            try output.sync()
-            if rename(temporary.path, destination.path) != 0 { throw POSIXFailure(errno: errno, operation: "rename") }
+            held = hasher.finalize().hexadecimal
+            if held == digest {
+                try output.sync()
+                if rename(temporary.path, destination.path) != 0 { throw POSIXFailure(errno: errno, operation: "rename") }
+            }
         } catch {
             unlink(temporary.path)
             // The folder's failure, not the store's: where the records go (exit 73 in the tool).
             throw RecordWriter.OutputError(message: "cannot write the asset \(destination.lastPathComponent) into \(directory.path): \(error.reason)")
+        }
+        if held != digest {
+            unlink(temporary.path)
+            throw StratusError(.assetFileModified, "the stored content \(digest.prefix(12))… (written as \(destination.lastPathComponent)) holds bytes whose SHA-256 is \(held.prefix(12))…: the store's content file is damaged (`stratus check` names every such file); the export stops rather than write a backup that cannot be read back")
         }
     }
 }

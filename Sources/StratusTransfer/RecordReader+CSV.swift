@@ -72,9 +72,14 @@ extension RecordReader {
                 if i < limit && base[i] != UInt8(ascii: ",") && base[i] != 0x0A && base[i] != 0x0D {
                     // A cell that spans lines here most likely began at a stray quote: say so, as the
                     // lines it took are not rows of their own.
-                    let spansLines = memchr(base + open, 0x0A, i - open) != nil
+                    var linesBefore = 0
+                    var from = open
+                    while from < i, let hit = memchr(base + from, 0x0A, i - from) {
+                        linesBefore += 1
+                        from = UnsafePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - base + 1
+                    }
                     c.note(i, "unexpected \(JSONCursor.describe(base[i])) after a closing quote; a quote inside a quoted cell is written twice"
-                        + (spansLines ? " (the quoted cell it closes began on an earlier line: if the quote there was a stray one, it took the lines between into this one row)" : ""))
+                        + (linesBefore > 0 ? " (the quoted cell it closes began \(linesBefore) line\(linesBefore == 1 ? "" : "s") earlier: if the quote there was a stray one, it took the lines between into this one row)" : ""))
                     while i < limit && base[i] != UInt8(ascii: ",") && base[i] != 0x0A && base[i] != 0x0D { i += 1 }
                 }
             } else {
@@ -174,7 +179,12 @@ extension RecordReader {
                 case .unknown: throw fail("the column '\(header)' names the type '\(typeText)', which this version does not know")
                 }
             }
-            do { try Naming.checkFieldKey(name) } catch { throw fail(error.message) }
+            do { try Naming.checkFieldKey(name) } catch {
+                // A spreadsheet's export in a locale whose lists use semicolons.
+                let separator = cells.count == 1 && (name.contains(";") || name.contains("\t"))
+                    ? "; CSV cells are separated by commas, and this header has \(name.contains(";") ? "semicolons" : "tabs") between its names: export the file with commas" : ""
+                throw fail(error.message + separator)
+            }
             if let given = options.csvTypes[name] {
                 let givenEncrypted = options.csvEncryptedFields.contains(name)
                 if let type, type != given || encrypted != givenEncrypted {

@@ -280,7 +280,7 @@ extension CLI {
     /// content's chunks in a PostgreSQL store (and this machine's cache of it is emptied, as on
     /// a machine that never read it). Answers where the content is (the content folder, or
     /// `asset_chunks`) and its name (its SHA-256).
-    func importPhotoWithContentCutShort(in store: TemporaryStore, folder: String, seed: UInt8) async throws -> (contents: String, file: String) {
+    func importPhotoWithContentCutShort(in store: TemporaryStore, folder: String, seed: UInt8, flippingAByteInstead: Bool = false) async throws -> (contents: String, file: String) {
         let bytes = patternBytes(count: 20_000, seed: seed)
         _ = try store.writeFile(folder + "/photo.bin", bytes)
         let line = #"{"recordName":"pic","recordType":"Photo","fields":{"image":{"value":{"downloadURL":"photo.bin"},"type":"ASSETID"}}}"#
@@ -288,11 +288,21 @@ extension CLI {
         let content = SHA256Hasher.digest(Array(bytes)).hexadecimal
         guard engine == .postgres else {
             let contents = storePath + ".assets/sha256"
-            #expect(chmod(contents + "/" + content, 0o600) == 0 && truncate(contents + "/" + content, 5_000) == 0)
+            let file = contents + "/" + content
+            #expect(chmod(file, 0o600) == 0)
+            if flippingAByteInstead {
+                // Bit rot: the same size, other bytes.
+                var damaged = bytes
+                damaged[10] ^= 1
+                #expect(FileManager.default.createFile(atPath: file, contents: damaged))
+            } else {
+                #expect(truncate(file, 5_000) == 0)
+            }
             return (contents, content)
         }
         let cut = try PostgresConnection(url: storePath).execute(
-            "UPDATE asset_chunks SET data = substring(data FROM 1 FOR 5000) WHERE content_id = $1 AND chunk = 0", [.text(content)])
+            flippingAByteInstead ? "UPDATE asset_chunks SET data = set_byte(data, 10, get_byte(data, 10) # 1) WHERE content_id = $1 AND chunk = 0"
+                : "UPDATE asset_chunks SET data = substring(data FROM 1 FOR 5000) WHERE content_id = $1 AND chunk = 0", [.text(content)])
         #expect(cut == 1, "the content is one chunk")
         for cache in try FileManager.default.contentsOfDirectory(atPath: store.directory.path) where cache.hasPrefix("stratus-assets-") {
             try FileManager.default.removeItem(atPath: store.path(cache))

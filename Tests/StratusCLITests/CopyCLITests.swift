@@ -225,6 +225,26 @@ struct CopyCLITests {
         }
     }
 
+    @Test("an asset whose content in the source bit rot (the same size, other bytes) is not copied under its new digest, nor exported with --assets-dir: the copy names the record and exits 1, the export stops with 70 (found by an adversarial tester)", arguments: TestEngine.all)
+    func bitRotIsNotCopied(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            _ = try await cli.importPhotoWithContentCutShort(in: store, folder: "in", seed: 6, flippingAByteInstead: true)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(3)).exitCode == 0)
+
+            let destination = try await cli.newStore("copy.sqlite")
+            let copy = try await cli.run(["copy", "--from", cli.storePath, "--to", destination])
+            // SQLite's content files are read as they are, and the record fails; PostgreSQL checks
+            // its chunks as it reads them, and the damaged store stops the copy (70).
+            let said = engine == .postgres ? "do not hash to the SHA-256 that names it" : "holds bytes whose SHA-256 is"
+            #expect(copy.exitCode == (engine == .postgres ? 70 : 1) && copy.stderr.contains("pic") && copy.stderr.contains(said), "\(copy)")
+            #expect(try await cli.count("Photo", extra: ["--store", destination]) == 0, "the damaged record is not copied")
+
+            let exported = try await cli.run(["export", "--type", "Photo", "--assets-dir", store.path("out"), "--output", store.path("out.ndjson")])
+            #expect(exported.exitCode == 70 && exported.stderr.contains(said), "\(exported)")
+        }
+    }
+
     @Test("production records whose types have no queryable record name (a schema deployed as development grew it) are copied: the index rules are for the apps' queries", arguments: Direction.all)
     func copiesProductionWithoutIndexes(direction: Direction) async throws {
         try await TemporaryStore.with { store in
@@ -563,6 +583,25 @@ struct CopyCLITests {
             #expect(again.stderr.contains("the destination 3 records"), "\(again)")
             #expect(!again.stderr.contains("_defaultZone differs"), "\(again)")
             #expect(again.stderrLines.last?.contains("1 of 2 zones match") == true, "\(again)")
+        }
+    }
+
+    @Test("a destination whose zones were made before the copy is compared by their capabilities too, and a zone only it has differs (found by an adversarial tester)", arguments: TestEngine.all)
+    func destinationZonesAreCompared(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            let source = cli.storePath, destination = try await cli.newStore("destination")
+            for arguments in [["zones", "create", "Work"], ["zones", "create", "Work", "--no-atomic", "--store", destination], ["zones", "create", "Leftover", "--store", destination]] {
+                #expect(try await cli.run(arguments + ["--database", "private", "--user", "alice"]).exitCode == 0, "\(arguments)")
+            }
+            #expect(try await cli.run(["import", "--quiet", "--zone", "Work", "--database", "private", "--user", "alice"], stdin: Input.notes(2)).exitCode == 0)
+            #expect(try await cli.run(["subscriptions", "create", "extra", "--type", "Note", "--store", destination]).exitCode == 0)
+            let copy = try await cli.run(["copy", "--from", source, "--to", destination])
+            #expect(copy.exitCode == 1, "\(copy)")
+            #expect(copy.stderr.contains("Work differs") && copy.stderr.contains("capabilities"), "\(copy)")
+            #expect(copy.stderr.contains("Leftover differs: the source holds no such zone"), "\(copy)")
+            // A subscription only the destination holds differs too, named without an empty owner.
+            #expect(copy.stderr.contains("the subscriptions of the default public database differ"), "\(copy)")
         }
     }
 

@@ -98,7 +98,16 @@ struct CSVTests {
         let items = try Self.read("recordName,recordType,t\nr1,T,a\nr2,T,\"oops\nr3,T,b\nr4,T,\"c\"\nr5,T,d\n")
         #expect(items.map { $0.record?.recordID.recordName } == ["r1", nil, "r5"])
         let rejection = try #require(items[1].rejection)
-        #expect(rejection.line == 5 && rejection.message.contains("began on an earlier line: if the quote there was a stray one, it took the lines between into this one row"), "\(rejection)")
+        #expect(rejection.line == 5 && rejection.message.contains("began 2 lines earlier: if the quote there was a stray one, it took the lines between into this one row"), "\(rejection)")
+    }
+
+    @Test("a header whose names a spreadsheet separated with semicolons or tabs says so")
+    func semicolonHeader() throws {
+        for (text, said) in [("recordName;recordType;title\nr1;T;a\n", "this header has semicolons between its names: export the file with commas"),
+                             ("recordName\trecordType\ttitle\nr1\tT\ta\n", "this header has tabs between its names")] {
+            let failure = #expect(throws: StratusError.self) { _ = try Self.read(text) }
+            #expect(failure?.message.contains(said) == true, "\(String(describing: failure))")
+        }
     }
 
     @Test("a recordName or recordType cell that is not UTF-8 (a Latin-1 export) is named as such, not as missing")

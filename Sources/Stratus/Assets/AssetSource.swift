@@ -23,6 +23,9 @@ struct AssetSource {
     let displayPath: String
     /// The SHA-256 (lowercase hexadecimal) the content must have, when its name states one.
     var expectedDigest: String?
+    /// The source is a store's content file (``Asset/Source/storedContent(digest:)``), not a
+    /// file of the user's.
+    var isStoredContent = false
 
     /// Opens the source of `asset` (which needs content), refusing what is not a regular file
     /// or larger than `maximumSize`.
@@ -39,8 +42,9 @@ struct AssetSource {
         case .confined(let root, let path, let followsSymlinks, let digest)?:
             opened = try openConfined(root: root, path: path, followsSymlinks: followsSymlinks, fail)
             expectedDigest = digest
-        case nil:
+        case nil, .storedContent?:
             guard let url = asset.contentURL else { throw fail(.invalidArguments, "the asset has no file to read") }
+            if case .storedContent(let digest)? = asset.source { expectedDigest = digest }
             do {
                 opened = (try FileDescriptor.open(url.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY), url.path)
             } catch {
@@ -58,7 +62,9 @@ struct AssetSource {
         if size > maximumSize {
             throw fail(.limitExceeded, "\(display) holds \(size) bytes; the limit for one asset is \(maximumSize) bytes")
         }
-        return AssetSource(file: file, size: size, displayPath: display, expectedDigest: expectedDigest)
+        var source = AssetSource(file: file, size: size, displayPath: display, expectedDigest: expectedDigest)
+        if case .storedContent? = asset.source { source.isStoredContent = true }
+        return source
     }
 
     private static func openConfined(root: URL, path: String, followsSymlinks: Bool, _ fail: (StratusError.Code, String) -> StratusError) throws(StratusError) -> (FileDescriptor, String) {

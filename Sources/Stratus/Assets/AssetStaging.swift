@@ -285,6 +285,12 @@ struct AssetStaging {
             throw error
         }
         let identifier = hasher.finalize().hexadecimal
+        if let expected = source.expectedDigest, expected != identifier, source.isStoredContent {
+            // A store's content file that bit rot or an edit changed: a copy would keep the
+            // damage under a new, self-consistent name, and the backup would look whole.
+            upload.abandon()
+            throw StratusError(.assetFileModified, "record '\(recordID.recordName)': asset field '\(field)': the source store's content \(expected.prefix(12))… holds bytes whose SHA-256 is \(identifier.prefix(12))… (\(size) bytes): its content file is damaged (`stratus check` names every such file); the record is not copied", recordID: recordID)
+        }
         if let expected = source.expectedDigest, expected != identifier {
             // A backup's content file that bit rot, a truncation or an edit changed: storing it
             // would replace the record's content (and any record's sharing it) with other bytes.

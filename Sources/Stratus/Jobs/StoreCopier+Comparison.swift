@@ -24,10 +24,15 @@ extension StoreCopier {
         let sourceInventory = try await Self.offThePool { try source.inventory() }
         let destinationInventory = try await Self.offThePool { try destination.inventory() }
         var destinationTypes: [ZoneKey: Set<String>] = [:]
+        var destinationCapabilities: [ZoneKey: RecordZone.Capabilities] = [:]
         var destinationOrder: [ZoneKey] = []
         for database in destinationInventory.databases {
-            for zone in database.zones where zone.recordCounts.values.contains(where: { $0 > 0 }) {
+            for zone in database.zones {
                 let key = ZoneKey(database: database, zone: zone.zone.zoneID)
+                destinationCapabilities[key] = zone.zone.capabilities
+                // A custom zone the source lacks differs even when empty; a default zone, which
+                // a database has from its first use, only when it holds records.
+                guard !zone.zone.zoneID.isDefault || zone.recordCounts.values.contains(where: { $0 > 0 }) else { continue }
                 destinationTypes[key] = Set(zone.recordCounts.keys)
                 destinationOrder.append(key)
             }
@@ -38,14 +43,18 @@ extension StoreCopier {
             for zone in database.zones {
                 let key = ZoneKey(database: database, zone: zone.zone.zoneID)
                 let types = Set(zone.recordCounts.keys).union(destinationTypes[key] ?? [])
-                comparisons.append(ZoneComparison(
-                    zone: key, source: try await digest(key, types: types, on: source),
-                    destination: try await digest(key, types: types, on: destination)))
+                var there = try await digest(key, types: types, on: destination)
+                there.capabilities = destinationCapabilities[key]
+                var here = try await digest(key, types: types, on: source)
+                here.capabilities = zone.zone.capabilities
+                comparisons.append(ZoneComparison(zone: key, source: here, destination: there))
                 compared.insert(key)
             }
         }
         for key in destinationOrder where !compared.contains(key) {
-            comparisons.append(ZoneComparison(zone: key, source: ZoneDigest(), destination: try await digest(key, types: destinationTypes[key] ?? [], on: destination)))
+            var there = try await digest(key, types: destinationTypes[key] ?? [], on: destination)
+            there.capabilities = destinationCapabilities[key]
+            comparisons.append(ZoneComparison(zone: key, source: ZoneDigest(), destination: there))
         }
         return comparisons
     }
@@ -89,14 +98,16 @@ extension StoreCopier {
         let source = self.source, destination = self.destination
         return try await Self.offThePool {
             var differing: [String] = []
-            for database in try source.inventory().databases {
+            var seen: Set<String> = []
+            // The destination's own databases too: a subscription only it holds differs.
+            for database in try source.inventory().databases + destination.inventory().databases {
+                let container = database.environment == .production ? "\(database.containerIdentifier) (production)" : database.containerIdentifier
+                let name = "\(container) \(database.scope.name) database" + (database.owner.isEmpty ? "" : " of \(database.owner)")
+                guard seen.insert(name).inserted else { continue }
                 let context = Self.subscriptionContext(of: database)
                 let want = Set(try source.fetchSubscriptions(in: context, subscriber: nil).subscriptions)
-                guard !want.isEmpty else { continue }
-                if Set(try destination.fetchSubscriptions(in: context, subscriber: nil).subscriptions) != want {
-                    let container = database.environment == .production ? "\(database.containerIdentifier) (production)" : database.containerIdentifier
-                    differing.append("\(container) \(database.scope.name) database of \(database.owner)")
-                }
+                let have = Set(try destination.fetchSubscriptions(in: context, subscriber: nil).subscriptions)
+                if want != have { differing.append(name) }
             }
             return differing
         }

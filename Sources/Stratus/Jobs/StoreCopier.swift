@@ -168,7 +168,7 @@ public final class StoreCopier: Sendable {
         public var source: ZoneDigest
         /// What the destination holds in it (empty when it lacks the zone).
         public var destination: ZoneDigest
-        /// Whether both sides hold the same records.
+        /// Whether both sides hold the zone, with the same capabilities and the same records.
         public var matches: Bool { source == destination }
     }
 
@@ -183,12 +183,17 @@ public final class StoreCopier: Sendable {
         public var records = 0
         /// The sum of the records' checksums (see ``StoreCopier/compare()``).
         public var checksum: UInt64 = 0
+        /// The zone's capabilities; `nil` where the store has no such zone.
+        public var capabilities: RecordZone.Capabilities?
 
-        /// The digest of an empty zone.
+        /// The digest of a zone the store lacks.
         public init() {}
 
         public var description: String {
-            "\(records) record\(records == 1 ? "" : "s"), checksum \(String(checksum, radix: 16))"
+            guard let capabilities else { return "no such zone" }
+            let names = [(RecordZone.Capabilities.fetchChanges, "fetchChanges"), (.atomic, "atomic"), (.sharing, "sharing"), (.zoneWideSharing, "zoneWideSharing")]
+                .filter { capabilities.contains($0.0) }.map(\.1)
+            return "\(records) record\(records == 1 ? "" : "s"), checksum \(String(checksum, radix: 16)), capabilities \(names.isEmpty ? "none" : names.joined(separator: " "))"
         }
     }
 
@@ -703,9 +708,9 @@ public final class StoreCopier: Sendable {
         var fields = contents.fields
         var changed = false
         func fromSource(_ asset: Asset) -> Asset {
-            guard asset.storedIdentifier != nil else { return asset }
+            guard let identifier = asset.storedIdentifier else { return asset }
             changed = true
-            return Asset(fileURL: asset.contentURL, storedIdentifier: nil, size: nil, source: nil).withMetadata(of: asset, size: asset.size)
+            return Asset(fileURL: asset.contentURL, storedIdentifier: nil, size: nil, source: .storedContent(digest: identifier)).withMetadata(of: asset, size: asset.size)
         }
         for (key, value) in contents.fields {
             switch value {

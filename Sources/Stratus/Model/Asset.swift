@@ -107,6 +107,9 @@ public final class Asset: NSObject, NSSecureCoding, NSCopying, Codable, Sendable
         /// hexadecimal) the content must have: a file named by its digest, as Stratus's export
         /// writes them, that holds other bytes is refused, not stored as the record's asset.
         case confined(root: URL, path: String, followsSymlinks: Bool, expectedDigest: String? = nil)
+        /// The plain ``fileURL``, a store's content file, which must hold the content whose
+        /// SHA-256 (lowercase hexadecimal) names it: a copy between stores stores no damage.
+        case storedContent(digest: String)
     }
 
     /// An asset whose content is the file at `fileURL`; saving the record stores a copy.
