@@ -39,11 +39,19 @@ extension SQLiteEngine {
     @_spi(StratusEngine)
     public func checkIntegrity() throws -> [String] {
         try readTransaction { connection in
-            let check = try connection.uncachedStatement("PRAGMA integrity_check")
             var problems: [String] = []
-            while try check.step() {
-                let line = check.text(0) ?? ""
-                if line != "ok" { problems.append(line) }
+            do {
+                let check = try connection.uncachedStatement("PRAGMA integrity_check")
+                while try check.step() {
+                    let line = check.text(0) ?? ""
+                    if line != "ok" { problems.append(line) }
+                }
+            } catch {
+                // An index of a declared field reads each record's document, and SQLite's JSON
+                // functions stop the check at a damaged one, naming no record: the documents
+                // are read to name them.
+                let reason = (error as? StratusError)?.message ?? "\(error)"
+                return ["SQLite's integrity_check stopped: \(reason)"] + (try undecodableDocuments(on: connection))
             }
             guard problems.isEmpty else { return problems }
             let (missing, changed) = try missingAssetContents(on: connection)
@@ -97,6 +105,28 @@ extension SQLiteEngine {
         if wrongSize > IntegrityProblem.namedPerKind { problems.append("\(wrongSize - IntegrityProblem.namedPerKind) more asset content file(s) of the wrong size") }
         if let more = IntegrityProblem.moreUndecodableDocuments(undecodable) { problems.append(more) }
         return (problems, reported)
+    }
+
+    /// The records whose field documents do not decode, each named with where it is.
+    private func undecodableDocuments(on connection: SQLiteConnection) throws -> [String] {
+        let records = try connection.uncachedStatement("""
+            SELECT r.record_name, r.fields, z.zone_name, z.container, z.db, z.owner
+            FROM records r LEFT JOIN zones z ON z.zone_id = r.zone_id ORDER BY r.zone_id, r.record_name
+            """)
+        var problems: [String] = []
+        var undecodable = 0
+        while try records.step() {
+            do {
+                _ = try FieldDocument.decode(records.text(1) ?? "", zoneID: .default, assetURL: assetContentURL)
+            } catch {
+                undecodable += 1
+                guard undecodable <= IntegrityProblem.namedPerKind else { continue }
+                let place = IntegrityProblem.place(zoneName: records.text(2), storageContainer: records.text(3), scope: records.int64(4), owner: records.text(5))
+                problems.append(IntegrityProblem.undecodableDocument(recordName: records.text(0) ?? "?", place: place, reason: (error as? StratusError)?.message ?? "\(error)"))
+            }
+        }
+        if let more = IntegrityProblem.moreUndecodableDocuments(undecodable) { problems.append(more) }
+        return problems
     }
 
     /// The lines for content files the records name that are missing, and every content file

@@ -311,6 +311,25 @@ struct DamagedStoreCLITests {
     }
 
     // PostgreSQL only: a document a raw statement wrote; the SQLite counterpart is damagedPages.
+    @Test("SQLite: a record whose field document a flipped byte made unreadable, in a type whose queryable field an index reads: check exits 70 naming the record, not an internal error of SQLite's JSON functions (found by an adversarial tester)")
+    func sqliteDamagedDocumentUnderAnIndex() async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: .sqlite)
+            let schema = try cli.file("t.ckdb", "DEFINE SCHEMA\n    RECORD TYPE T (title STRING QUERYABLE, GRANT READ, CREATE, WRITE TO \"_creator\", GRANT READ TO \"_world\", GRANT CREATE TO \"_icloud\");\n")
+            #expect(try await cli.run(["schema", "import", schema]).exitCode == 0)
+            let line = #"{"recordName":"r1","recordType":"T","fields":{"title":{"value":"hello-world-marker","type":"STRING"}}}"#
+            #expect(try await cli.run(["import", "--quiet"], stdin: line + "\n").exitCode == 0)
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: cli.storePath))
+            let marker = try #require(bytes.range(of: Data("hello-world-marker".utf8)))
+            bytes[marker.upperBound] = 0x82
+            try bytes.write(to: URL(fileURLWithPath: cli.storePath))
+            let result = try await cli.run(["check"])
+            #expect(result.exitCode == 70, "\(result)")
+            #expect(result.stdout.contains("integrity_check stopped") && result.stdout.contains("record 'r1'"), "\(result)")
+            #expect(!result.stderr.contains("internalError"), "\(result)")
+        }
+    }
+
     @Test("PostgreSQL: a record whose field document a raw UPDATE made unreadable: reads exit 70, check exits 70 naming the record")
     func postgresDamagedDocuments() async throws {
         try await TemporaryStore.with { store in
