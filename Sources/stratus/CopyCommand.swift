@@ -69,11 +69,8 @@ struct CopyCommand: Command {
         // Its lock lasts as long as the object: held through the comparison too, as the copier
         // does not keep the store after its run.
         defer { withExtendedLifetime(checkpoint) {} }
-        let resuming = try checkpoint?.load() != nil
-        if let checkpoint, resuming {
-            // As import says it: the summary then counts only the records this run copies.
-            StratusCommand.note("going on from the checkpoint \(checkpoint.path): what an earlier run copied is not copied again, and the summary counts this run's records")
-        }
+        let saved = try checkpoint?.load()
+        let resuming = saved != nil
         let source = try StoreOptions.openEngine(from, access: .read, origin: "--from",
                                                  missingStoreAdvice: "a copy reads an existing store; name the file or URL of the store to copy")
         // Before the destination is created: a role that reads only some rows copies nothing.
@@ -84,6 +81,11 @@ struct CopyCommand: Command {
             to, access: resuming ? .existing : .createIfMissing, origin: "--to",
             missingStoreAdvice: "the checkpoint \(checkpointPath ?? "") says an earlier run copied into it; name that store, or remove the checkpoint to start over")
         let copier = StoreCopier(from: source, to: destination, batchSize: batchSize)
+        if let checkpoint, let saved, copier.continues(saved) {
+            // As import says it: the summary then counts only the records this run copies. (A
+            // checkpoint of other stores is refused by the copy, without this note first.)
+            StratusCommand.note("going on from the checkpoint \(checkpoint.path): what an earlier run copied is not copied again, and the summary counts this run's records")
+        }
         stop.attach(copier)
         let progress = Progress(style: progressStyle, verb: "copied")
         let summary: StoreCopier.Summary

@@ -1,4 +1,14 @@
 extension StoreCopier {
+    /// Whether `checkpoint` was made by a copy between these two stores: what ``run(checkpointStore:progress:)``
+    /// goes on from (it refuses another).
+    ///
+    /// ```swift
+    /// if let saved = try file.load(), copier.continues(saved) { print("going on from \(file.path)") }
+    /// ```
+    public func continues(_ checkpoint: Checkpoint) -> Bool {
+        (try? source.storeIdentifier) == checkpoint.sourceIdentifier && (try? destination.storeIdentifier) == checkpoint.destinationIdentifier
+    }
+
     /// How far a ``StoreCopier`` got: which stores it copies, whether the schemas are copied, how
     /// far it went through the source's zones (in ``ZoneKey`` order) and which of them it could
     /// not copy whole, and the last record copied in the zone it was in.
