@@ -46,12 +46,12 @@ extension SQLiteEngine {
                     let line = check.text(0) ?? ""
                     if line != "ok" { problems.append(line) }
                 }
-            } catch {
+            } catch let error as StratusError where error.code == .internalError {
                 // An index of a declared field reads each record's document, and SQLite's JSON
-                // functions stop the check at a damaged one, naming no record: the documents
-                // are read to name them.
-                let reason = (error as? StratusError)?.message ?? "\(error)"
-                return ["SQLite's integrity_check stopped: \(reason)"] + (try undecodableDocuments(on: connection))
+                // functions stop the check at a damaged one (SQLITE_ERROR, naming no record):
+                // the documents are read to name them. A busy or unreadable store is its own
+                // failure, thrown as it is.
+                return problems + ["SQLite's integrity_check stopped: \(error.message)"] + (try undecodableDocuments(on: connection))
             }
             guard problems.isEmpty else { return problems }
             let (missing, changed) = try missingAssetContents(on: connection)

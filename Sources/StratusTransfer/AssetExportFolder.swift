@@ -113,7 +113,7 @@ public final class AssetExportFolder: @unchecked Sendable {
         }
         if try lock.withLock(claimed) { return name }
         let destination = directory.appendingPathComponent(name)
-        if !holdsContent(destination, of: source) {
+        if try !holdsContent(destination, of: source, digest: identifier) {
             // A name is the content's (its SHA-256, or CloudKit's checksum of it): a file there
             // with other bytes is not an earlier export's, and is not this export's to replace.
             var info = stat()
@@ -123,6 +123,9 @@ public final class AssetExportFolder: @unchecked Sendable {
                 case S_IFREG: "a file of that name is already there with other bytes than the asset's content"
                 default: "something that is not a regular file is already there under that name"
                 }
+                // A store whose content changed is the failure to name, not the folder's file.
+                let held = try Self.digest(of: source, name: name)
+                if held != identifier { throw Self.damagedContent(identifier, holding: held, name: name) }
                 throw RecordWriter.OutputError(message: "cannot write the asset \(name) into \(directory.path): \(there), and an export replaces nothing it did not write; move it away, or name another folder")
             }
             try copy(source, to: destination, digest: identifier)
@@ -136,7 +139,19 @@ public final class AssetExportFolder: @unchecked Sendable {
     /// Whether `destination` is a regular file (not a symbolic link, a folder or a device)
     /// holding exactly the bytes of `source`, compared a chunk at a time. Anything else, or a
     /// file that cannot be read, is replaced.
-    private func holdsContent(_ destination: URL, of source: URL) -> Bool {
+    ///
+    /// - Throws: ``StratusError`` `assetFileModified` when both hold the same bytes and those
+    ///   do not hash to `digest` (an earlier export of content that was damaged already).
+    private func holdsContent(_ destination: URL, of source: URL, digest: String) throws -> Bool {
+        var hasher = SHA256Hasher()
+        guard matches(destination, source, hashingInto: &hasher) else { return false }
+        let held = hasher.finalize().hexadecimal
+        if held != digest { throw Self.damagedContent(digest, holding: held, name: destination.lastPathComponent) }
+        return true
+    }
+
+    /// ``holdsContent(_:of:digest:)``'s comparison, hashing the bytes of `source` it reads.
+    private func matches(_ destination: URL, _ source: URL, hashingInto hasher: inout SHA256Hasher) -> Bool {
         var info = stat()
         guard lstat(destination.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
         do throws(POSIXFailure) {
@@ -160,6 +175,7 @@ public final class AssetExportFolder: @unchecked Sendable {
                 }
                 if count == 0 { return try existing.read(into: UnsafeMutableRawBufferPointer(rebasing: theirs[..<1])) == 0 }
                 if memcmp(mine.baseAddress!, theirs.baseAddress!, count) != 0 { return false }
+                hasher.update(UnsafeRawBufferPointer(rebasing: mine[..<count]))
             }
         } catch {
             return false
@@ -209,8 +225,30 @@ public final class AssetExportFolder: @unchecked Sendable {
         }
         if held != digest {
             unlink(temporary.path)
-            throw StratusError(.assetFileModified, "the stored content \(digest.prefix(12))… (written as \(destination.lastPathComponent)) holds bytes whose SHA-256 is \(held.prefix(12))…: the store's content file is damaged (`stratus check` names every such file); the export stops rather than write a backup that cannot be read back")
+            throw Self.damagedContent(digest, holding: held, name: destination.lastPathComponent)
         }
+    }
+
+    /// The SHA-256 of the stored content at `source`, read whole a chunk at a time.
+    private static func digest(of source: URL, name: String) throws -> String {
+        do throws(POSIXFailure) {
+            let input = try FileDescriptor.open(source.path, O_RDONLY | O_NOFOLLOW)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+            defer { buffer.deallocate() }
+            var hasher = SHA256Hasher()
+            while true {
+                let count = try input.read(into: buffer)
+                if count == 0 { return hasher.finalize().hexadecimal }
+                hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            }
+        } catch {
+            throw StratusError(.internalError, "cannot read the stored asset \(name): \(error.reason)")
+        }
+    }
+
+    /// The failure of an export whose stored content does not hash to the SHA-256 that names it.
+    private static func damagedContent(_ digest: String, holding held: String, name: String) -> StratusError {
+        StratusError(.assetFileModified, "the stored content \(digest.prefix(12))… (written as \(name)) holds bytes whose SHA-256 is \(held.prefix(12))…: its content file is damaged (a PostgreSQL store's cache file on this machine is made again once removed; a store's own content is named by `stratus check`); the export stops rather than write a backup that cannot be read back")
     }
 }
 

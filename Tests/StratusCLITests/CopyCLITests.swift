@@ -586,6 +586,23 @@ struct CopyCLITests {
         }
     }
 
+    @Test("a default zone that once held records (its row stays) and one whose row a store of an earlier version wrote with atomic compare equal after a copy (found by a reviewer)", arguments: TestEngine.all)
+    func defaultZonesCompareAsApplied(engine: TestEngine) async throws {
+        try await TemporaryStore.with { store in
+            let cli = try await CLI(store, engine: engine)
+            #expect(try await cli.run(["import", "--quiet", "--database", "private", "--user", "alice"], stdin: Input.notes(1)).exitCode == 0)
+            #expect(try await cli.run(["delete", "n1", "--yes", "--database", "private", "--user", "alice"]).exitCode == 0)
+            #expect(try await cli.run(["import", "--quiet"], stdin: Input.notes(2)).exitCode == 0)
+            if engine == .sqlite {
+                // Before the default zone's capabilities were a rule, its row kept atomic too.
+                let set = try await cli.shell("sqlite3 '\(cli.storePath)' 'UPDATE zone_state SET capabilities = 3'")
+                #expect(set.exitCode == 0, "\(set)")
+            }
+            let copy = try await cli.run(["copy", "--from", cli.storePath, "--to", try await cli.newStore("copy")])
+            #expect(copy.exitCode == 0 && !copy.stderr.contains("differs"), "\(copy)")
+        }
+    }
+
     @Test("a destination whose zones were made before the copy is compared by their capabilities too, and a zone only it has differs (found by an adversarial tester)", arguments: TestEngine.all)
     func destinationZonesAreCompared(engine: TestEngine) async throws {
         try await TemporaryStore.with { store in

@@ -289,7 +289,7 @@ struct AssetStaging {
             // A store's content file that bit rot or an edit changed: a copy would keep the
             // damage under a new, self-consistent name, and the backup would look whole.
             upload.abandon()
-            throw StratusError(.assetFileModified, "record '\(recordID.recordName)': asset field '\(field)': the source store's content \(expected.prefix(12))… holds bytes whose SHA-256 is \(identifier.prefix(12))… (\(size) bytes): its content file is damaged (`stratus check` names every such file); the record is not copied", recordID: recordID)
+            throw StratusError(.assetFileModified, "record '\(recordID.recordName)': asset field '\(field)': the source store's content \(expected.prefix(12))… holds bytes whose SHA-256 is \(identifier.prefix(12))… (\(size) bytes): its content file \(source.displayPath) is damaged (a PostgreSQL store's cache file on this machine is made again once removed; a store's own content is named by `stratus check`); the record is not copied", recordID: recordID)
         }
         if let expected = source.expectedDigest, expected != identifier {
             // A backup's content file that bit rot, a truncation or an edit changed: storing it

@@ -29,10 +29,11 @@ extension StoreCopier {
         for database in destinationInventory.databases {
             for zone in database.zones {
                 let key = ZoneKey(database: database, zone: zone.zone.zoneID)
-                destinationCapabilities[key] = zone.zone.capabilities
-                // A custom zone the source lacks differs even when empty; a default zone, which
-                // a database has from its first use, only when it holds records.
+                // A default zone, which a database has from its first use (a write that found
+                // nothing makes its row), counts only when it holds records, on either side; a
+                // custom zone the source lacks differs even when empty.
                 guard !zone.zone.zoneID.isDefault || zone.recordCounts.values.contains(where: { $0 > 0 }) else { continue }
+                destinationCapabilities[key] = Self.comparedCapabilities(of: zone)
                 destinationTypes[key] = Set(zone.recordCounts.keys)
                 destinationOrder.append(key)
             }
@@ -46,7 +47,7 @@ extension StoreCopier {
                 var there = try await digest(key, types: types, on: destination)
                 there.capabilities = destinationCapabilities[key]
                 var here = try await digest(key, types: types, on: source)
-                here.capabilities = zone.zone.capabilities
+                here.capabilities = Self.comparedCapabilities(of: zone)
                 comparisons.append(ZoneComparison(zone: key, source: here, destination: there))
                 compared.insert(key)
             }
@@ -57,6 +58,14 @@ extension StoreCopier {
             comparisons.append(ZoneComparison(zone: key, source: ZoneDigest(), destination: there))
         }
         return comparisons
+    }
+
+    /// The capabilities a zone is compared by: as Stratus applies them (a default zone's are
+    /// the default zone's, whatever a store made before that rule kept in its row); `nil` for a
+    /// default zone without records, which counts as absent.
+    private static func comparedCapabilities(of zone: StoreInventory.ZoneEntry) -> RecordZone.Capabilities? {
+        guard !zone.zone.zoneID.isDefault || zone.recordCounts.values.contains(where: { $0 > 0 }) else { return nil }
+        return ZoneRules.capabilities(of: zone.zone.zoneID, stored: zone.zone.capabilities)
     }
 
     /// The schemas (each container's, in each environment) the two stores do not hold alike:
